@@ -1,0 +1,573 @@
+"""Descriptors mirroring DirectML's structs, validated when they are made.
+
+| class                              | DirectML struct                          |
+|------------------------------------|------------------------------------------|
+| ``TensorDesc``                     | DML_BUFFER_TENSOR_DESC                   |
+| ``ArgMaxOperatorDesc``             | DML_ARGMAX_OPERATOR_DESC                 |
+| ``ArgMinOperatorDesc``             | DML_ARGMIN_OPERATOR_DESC                 |
+| ``ActivationHardmax1OperatorDesc`` | DML_ACTIVATION_HARDMAX1_OPERATOR_DESC    |
+| ``ActivationHardmaxOperatorDesc``  | DML_ACTIVATION_HARDMAX_OPERATOR_DESC     |
+| ``ReduceOperatorDesc``             | DML_REDUCE_OPERATOR_DESC (ARGMAX/ARGMIN) |
+
+Deviations from DirectML, all deliberate:
+
+- Field names are snake_case; counts (DimensionCount, AxisCount) are the lengths of
+  the sequences and are not stored.
+- ``output_tensor`` may be left out (``None``): it is then inferred, packed, with the
+  input's type for HARDMAX and UINT32 for the index operators.
+- A descriptor checks every rule of SPEC.md sections 1-4 when it is constructed, so an
+  invalid descriptor cannot exist. The feature-level rule for 64-bit inputs depends on
+  the device and is checked by ``check_feature_level`` when an operator is compiled.
+
+Every descriptor lowers to an ``ArgReduction``, the one form the planner and the oracle
+read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Optional, Sequence
+
+from .errors import DescriptorError
+from .types import (
+    ARG_INPUT_TYPES,
+    HARDMAX_TYPES,
+    INDEX_TYPE_CAPACITY,
+    MAX_ELEMENTS,
+    MAX_RANK,
+    AxisDirection,
+    DataType,
+    FeatureLevel,
+    NanMode,
+    ReduceFunction,
+    TensorFlags,
+)
+
+
+def packed_strides(sizes: Sequence[int]) -> tuple[int, ...]:
+    """Row-major strides, in elements, of a packed tensor of these sizes."""
+    strides, step = [], 1
+    for size in reversed(sizes):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
+def calc_buffer_tensor_size(
+    data_type, sizes: Sequence[int], strides: Optional[Sequence[int]] = None
+) -> int:
+    """DMLCalcBufferTensorSize: the bytes a buffer must hold for this tensor.
+
+    The index of the last element is ``sum((sizes[i]-1)*strides[i])`` (``prod(sizes)-1``
+    when packed); the bytes are (that + 1) * element size, rounded up to a multiple of 4.
+    """
+    data_type = DataType.parse(data_type, "data_type")
+    if strides is None:
+        last = math.prod(sizes) - 1
+    else:
+        last = sum((size - 1) * stride for size, stride in zip(sizes, strides))
+    nbytes = (last + 1) * data_type.size
+    return (nbytes + 3) & ~3
+
+
+def _int_tuple(value, field: str) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{field} must be a sequence of integers, not {type(value).__name__} ({value!r})")
+    items = tuple(value)
+    for i, item in enumerate(items):
+        if isinstance(item, bool) or not isinstance(item, int) and not hasattr(item, "__index__"):
+            raise TypeError(f"{field}[{i}] must be an integer, not {type(item).__name__} ({item!r})")
+    return tuple(int(item) for item in items)
+
+
+def _set(obj, name, value):
+    object.__setattr__(obj, name, value)
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorDesc:
+    """DML_BUFFER_TENSOR_DESC. Strides and sizes are counted in elements."""
+
+    data_type: DataType
+    sizes: tuple[int, ...]
+    strides: Optional[tuple[int, ...]] = None
+    flags: TensorFlags = TensorFlags.NONE
+    total_tensor_size_in_bytes: Optional[int] = None
+    guaranteed_base_offset_alignment: int = 0
+
+    def __post_init__(self):
+        _set(self, "data_type", DataType.parse(self.data_type, "data_type"))
+        _set(self, "flags", TensorFlags.parse(self.flags, "flags"))
+        sizes = _int_tuple(self.sizes, "sizes")
+        _set(self, "sizes", sizes)
+        if not 1 <= len(sizes) <= MAX_RANK:
+            raise DescriptorError(
+                f"sizes has {len(sizes)} entries, but a tensor has 1 to {MAX_RANK} dimensions"
+            )
+        for i, size in enumerate(sizes):
+            if size < 1:
+                raise DescriptorError(f"sizes[{i}] is {size}, but every size must be at least 1")
+        if math.prod(sizes) > MAX_ELEMENTS:
+            raise DescriptorError(
+                f"sizes {list(sizes)} hold {math.prod(sizes)} elements, but DirectML caps a "
+                f"tensor at {MAX_ELEMENTS} (2^32 - 1)"
+            )
+        if self.strides is not None:
+            strides = _int_tuple(self.strides, "strides")
+            _set(self, "strides", strides)
+            if len(strides) != len(sizes):
+                raise DescriptorError(
+                    f"strides has {len(strides)} entries, but sizes has {len(sizes)}; they must match"
+                )
+            for i, stride in enumerate(strides):
+                if stride < 0:
+                    raise DescriptorError(f"strides[{i}] is {stride}, but a stride must be at least 0")
+        needed = calc_buffer_tensor_size(self.data_type, sizes, self.strides)
+        if self.total_tensor_size_in_bytes is None:
+            _set(self, "total_tensor_size_in_bytes", needed)
+        else:
+            total = int(self.total_tensor_size_in_bytes)
+            _set(self, "total_tensor_size_in_bytes", total)
+            if total < needed:
+                raise DescriptorError(
+                    f"total_tensor_size_in_bytes is {total}, but these sizes and strides need at "
+                    f"least {needed} (calc_buffer_tensor_size)"
+                )
+            if total % 4:
+                raise DescriptorError(
+                    f"total_tensor_size_in_bytes is {total}, but it must be a multiple of 4"
+                )
+        align = int(self.guaranteed_base_offset_alignment)
+        _set(self, "guaranteed_base_offset_alignment", align)
+        if align != 0 and (align & (align - 1) or align < self.data_type.size):
+            raise DescriptorError(
+                f"guaranteed_base_offset_alignment is {align}, but it must be 0 or a power of two "
+                f"of at least the element size ({self.data_type.size})"
+            )
+
+    @property
+    def element_strides(self) -> tuple[int, ...]:
+        """The strides in elements, packed ones filled in when ``strides`` is absent."""
+        return self.strides if self.strides is not None else packed_strides(self.sizes)
+
+    @property
+    def rank(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def element_count(self) -> int:
+        return math.prod(self.sizes)
+
+    def to_json(self) -> dict:
+        return {
+            "DataType": self.data_type.name,
+            "Flags": self.flags.name,
+            "DimensionCount": self.rank,
+            "Sizes": list(self.sizes),
+            "Strides": None if self.strides is None else list(self.strides),
+            "TotalTensorSizeInBytes": self.total_tensor_size_in_bytes,
+            "GuaranteedBaseOffsetAlignment": self.guaranteed_base_offset_alignment,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "TensorDesc":
+        _check_keys(obj, _TENSOR_KEYS, "TensorDesc")
+        sizes = obj["Sizes"]
+        if "DimensionCount" in obj and obj["DimensionCount"] != len(sizes):
+            raise DescriptorError(
+                f"DimensionCount is {obj['DimensionCount']}, but Sizes has {len(sizes)} entries"
+            )
+        return cls(
+            data_type=obj["DataType"],
+            sizes=sizes,
+            strides=obj.get("Strides"),
+            flags=obj.get("Flags", "NONE"),
+            total_tensor_size_in_bytes=obj.get("TotalTensorSizeInBytes"),
+            guaranteed_base_offset_alignment=obj.get("GuaranteedBaseOffsetAlignment", 0),
+        )
+
+
+_TENSOR_KEYS = {
+    "DataType", "Flags", "DimensionCount", "Sizes", "Strides",
+    "TotalTensorSizeInBytes", "GuaranteedBaseOffsetAlignment",
+}
+
+
+def _check_keys(obj: dict, allowed: set, what: str) -> None:
+    if not isinstance(obj, dict):
+        raise TypeError(f"{what} JSON must be an object, not {type(obj).__name__}")
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise DescriptorError(f"{what} has unknown field(s) {unknown}; known: {sorted(allowed)}")
+
+
+def _tensor(value, field: str) -> TensorDesc:
+    if not isinstance(value, TensorDesc):
+        raise TypeError(f"{field} must be a TensorDesc, not {type(value).__name__}")
+    return value
+
+
+def _check_no_self_overlap(t: TensorDesc, field: str) -> None:
+    """An output may not have two elements at one address (e.g. stride 0 with size > 1).
+
+    Dimensions are taken from the smallest stride up; each stride must step past every
+    element the smaller dimensions reach. Layouts that interleave dimensions without
+    overlapping fail this test too; DirectML's own outputs never use them.
+    """
+    extent = 0  # index of the last element reached by the dimensions seen so far
+    for stride, size, axis in sorted(
+        (s, n, i) for i, (n, s) in enumerate(zip(t.sizes, t.element_strides)) if n > 1
+    ):
+        if stride <= extent:
+            raise DescriptorError(
+                f"{field}.strides[{axis}] is {stride}, but an output may not have two elements "
+                f"at one address; it must be greater than {extent}"
+            )
+        extent += (size - 1) * stride
+
+
+def _normalize_axes(axes, rank: int, field: str = "axes") -> tuple[int, ...]:
+    axes = _int_tuple(axes, field)
+    if not axes:
+        raise DescriptorError(f"{field} is empty, but at least one axis must be reduced")
+    for i, axis in enumerate(axes):
+        if not 0 <= axis <= rank - 1:
+            raise DescriptorError(
+                f"{field}[{i}] is {axis}, but it must be in [0, {rank - 1}] for a rank-{rank} input"
+            )
+    seen = set()
+    for i, axis in enumerate(axes):
+        if axis in seen:
+            raise DescriptorError(f"{field}[{i}] is {axis}, but axis {axis} is listed twice")
+        seen.add(axis)
+    return axes
+
+
+def _check_output_shape(inp: TensorDesc, out: TensorDesc, axes: tuple[int, ...]) -> None:
+    if out.rank != inp.rank:
+        raise DescriptorError(
+            f"output_tensor has {out.rank} dimensions, but input_tensor has {inp.rank}; they must match"
+        )
+    for i, (n_in, n_out) in enumerate(zip(inp.sizes, out.sizes)):
+        if i in axes and n_out != 1:
+            raise DescriptorError(
+                f"output_tensor.sizes[{i}] is {n_out}, but axis {i} is reduced, so it must be 1"
+            )
+        if i not in axes and n_out != n_in:
+            raise DescriptorError(
+                f"output_tensor.sizes[{i}] is {n_out}, but axis {i} is not reduced, so it must "
+                f"equal input_tensor.sizes[{i}] ({n_in})"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgReduction:
+    """The one form every operator lowers to: what the planner and the oracle read.
+
+    ``op`` is "argmax", "argmin" or "hardmax"; ``axes`` are sorted ascending.
+    """
+
+    op: str
+    input: TensorDesc
+    output: TensorDesc
+    axes: tuple[int, ...]
+    direction: AxisDirection
+
+    @property
+    def reduced_count(self) -> int:
+        return math.prod(self.input.sizes[a] for a in self.axes)
+
+
+@dataclasses.dataclass(frozen=True)
+class _IndexOperatorDesc:
+    """Shared body of DML_ARGMAX_OPERATOR_DESC and DML_ARGMIN_OPERATOR_DESC."""
+
+    input_tensor: TensorDesc
+    output_tensor: Optional[TensorDesc] = None
+    axes: tuple[int, ...] = ()
+    axis_direction: AxisDirection = AxisDirection.INCREASING
+
+    _op = ""  # "argmax" or "argmin", set by the subclasses
+    _type_name = ""
+
+    def __post_init__(self):
+        inp = _tensor(self.input_tensor, "input_tensor")
+        axes = _normalize_axes(self.axes, inp.rank)
+        _set(self, "axes", axes)
+        _set(self, "axis_direction", AxisDirection.parse(self.axis_direction, "axis_direction"))
+        if self.output_tensor is None:
+            sizes = tuple(1 if i in axes else n for i, n in enumerate(inp.sizes))
+            _set(self, "output_tensor", TensorDesc(DataType.UINT32, sizes))
+        out = _tensor(self.output_tensor, "output_tensor")
+        _check_index_operator(inp, out, axes)
+
+    def lower(self) -> ArgReduction:
+        return ArgReduction(
+            self._op, self.input_tensor, self.output_tensor, tuple(sorted(self.axes)), self.axis_direction
+        )
+
+    def check_feature_level(self, level) -> None:
+        _check_input_type_at(self.input_tensor, FeatureLevel.parse(level))
+
+    def to_json(self) -> dict:
+        return {
+            "Type": self._type_name,
+            "Desc": {
+                "InputTensor": self.input_tensor.to_json(),
+                "OutputTensor": self.output_tensor.to_json(),
+                "AxisCount": len(self.axes),
+                "Axes": list(self.axes),
+                "AxisDirection": self.axis_direction.name,
+            },
+        }
+
+    @classmethod
+    def _from_json_desc(cls, d: dict):
+        _check_keys(d, {"InputTensor", "OutputTensor", "AxisCount", "Axes", "AxisDirection"}, cls._type_name)
+        _check_axis_count(d)
+        return cls(
+            input_tensor=_tensor_from_json(d, "InputTensor"),
+            output_tensor=_tensor_from_json(d, "OutputTensor"),
+            axes=d["Axes"],
+            axis_direction=d.get("AxisDirection", "INCREASING"),
+        )
+
+
+def _check_index_operator(inp: TensorDesc, out: TensorDesc, axes: tuple[int, ...]) -> None:
+    _check_input_type_at(inp, FeatureLevel.FL_4_1)
+    if out.data_type not in INDEX_TYPE_CAPACITY:
+        raise DescriptorError(
+            f"output_tensor.data_type is {out.data_type.name}, but it must be one of "
+            f"{', '.join(t.name for t in INDEX_TYPE_CAPACITY)}"
+        )
+    _check_output_shape(inp, out, axes)
+    _check_no_self_overlap(out, "output_tensor")
+    count = math.prod(inp.sizes[a] for a in axes)
+    capacity = INDEX_TYPE_CAPACITY[out.data_type]
+    if count > capacity:
+        raise DescriptorError(
+            f"output_tensor.data_type is {out.data_type.name}, but the {count} reduced elements "
+            f"need indices up to {count - 1}, more than {out.data_type.name} holds (at most {capacity} elements)"
+        )
+
+
+def _check_input_type_at(inp: TensorDesc, level: FeatureLevel) -> None:
+    allowed = ARG_INPUT_TYPES[level]
+    if inp.data_type not in allowed:
+        raise DescriptorError(
+            f"input_tensor.data_type is {inp.data_type.name}, but at feature level {level.value} "
+            f"it must be one of {', '.join(t.name for t in allowed)}"
+        )
+
+
+def _check_axis_count(d: dict) -> None:
+    if "AxisCount" in d and d["AxisCount"] != len(d["Axes"]):
+        raise DescriptorError(f"AxisCount is {d['AxisCount']}, but Axes has {len(d['Axes'])} entries")
+
+
+def _tensor_from_json(d: dict, key: str) -> Optional[TensorDesc]:
+    if d.get(key) is None:
+        return None
+    try:
+        return TensorDesc.from_json(d[key])
+    except DescriptorError as err:
+        raise err.within(key) from None
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgMaxOperatorDesc(_IndexOperatorDesc):
+    """DML_ARGMAX_OPERATOR_DESC."""
+
+    _op = "argmax"
+    _type_name = "ARGMAX"
+
+
+@dataclasses.dataclass(frozen=True)
+class ArgMinOperatorDesc(_IndexOperatorDesc):
+    """DML_ARGMIN_OPERATOR_DESC."""
+
+    _op = "argmin"
+    _type_name = "ARGMIN"
+
+
+@dataclasses.dataclass(frozen=True)
+class ActivationHardmax1OperatorDesc:
+    """DML_ACTIVATION_HARDMAX1_OPERATOR_DESC: 1 at the first maximum of each slice, else 0."""
+
+    input_tensor: TensorDesc
+    output_tensor: Optional[TensorDesc] = None
+    axes: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        inp = _tensor(self.input_tensor, "input_tensor")
+        _set(self, "axes", _normalize_axes(self.axes, inp.rank))
+        if self.output_tensor is None:
+            _set(self, "output_tensor", TensorDesc(inp.data_type, inp.sizes))
+        out = _tensor(self.output_tensor, "output_tensor")
+        if inp.data_type not in HARDMAX_TYPES:
+            raise DescriptorError(
+                f"input_tensor.data_type is {inp.data_type.name}, but HARDMAX takes FLOAT32 or FLOAT16"
+            )
+        if out.data_type != inp.data_type:
+            raise DescriptorError(
+                f"output_tensor.data_type is {out.data_type.name}, but it must equal "
+                f"input_tensor.data_type ({inp.data_type.name})"
+            )
+        if out.rank != inp.rank or out.sizes != inp.sizes:
+            raise DescriptorError(
+                f"output_tensor.sizes is {list(out.sizes)}, but it must equal "
+                f"input_tensor.sizes ({list(inp.sizes)})"
+            )
+        _check_no_self_overlap(out, "output_tensor")
+
+    def lower(self) -> ArgReduction:
+        return ArgReduction(
+            "hardmax", self.input_tensor, self.output_tensor, tuple(sorted(self.axes)),
+            AxisDirection.INCREASING,
+        )
+
+    def check_feature_level(self, level) -> None:
+        FeatureLevel.parse(level)  # HARDMAX's types are the same at every level
+
+    def to_json(self) -> dict:
+        return {
+            "Type": "ACTIVATION_HARDMAX1",
+            "Desc": {
+                "InputTensor": self.input_tensor.to_json(),
+                "OutputTensor": self.output_tensor.to_json(),
+                "AxisCount": len(self.axes),
+                "Axes": list(self.axes),
+            },
+        }
+
+    @classmethod
+    def _from_json_desc(cls, d: dict):
+        _check_keys(d, {"InputTensor", "OutputTensor", "AxisCount", "Axes"}, "ACTIVATION_HARDMAX1")
+        _check_axis_count(d)
+        return cls(_tensor_from_json(d, "InputTensor"), _tensor_from_json(d, "OutputTensor"), d["Axes"])
+
+
+@dataclasses.dataclass(frozen=True)
+class ActivationHardmaxOperatorDesc:
+    """DML_ACTIVATION_HARDMAX_OPERATOR_DESC: HARDMAX1 over the last axis."""
+
+    input_tensor: TensorDesc
+    output_tensor: Optional[TensorDesc] = None
+
+    def __post_init__(self):
+        inp = _tensor(self.input_tensor, "input_tensor")
+        one = ActivationHardmax1OperatorDesc(inp, self.output_tensor, (inp.rank - 1,))
+        _set(self, "output_tensor", one.output_tensor)
+
+    def lower(self) -> ArgReduction:
+        return ActivationHardmax1OperatorDesc(
+            self.input_tensor, self.output_tensor, (self.input_tensor.rank - 1,)
+        ).lower()
+
+    def check_feature_level(self, level) -> None:
+        FeatureLevel.parse(level)
+
+    def to_json(self) -> dict:
+        return {
+            "Type": "ACTIVATION_HARDMAX",
+            "Desc": {"InputTensor": self.input_tensor.to_json(), "OutputTensor": self.output_tensor.to_json()},
+        }
+
+    @classmethod
+    def _from_json_desc(cls, d: dict):
+        _check_keys(d, {"InputTensor", "OutputTensor"}, "ACTIVATION_HARDMAX")
+        return cls(_tensor_from_json(d, "InputTensor"), _tensor_from_json(d, "OutputTensor"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ReduceOperatorDesc:
+    """DML_REDUCE_OPERATOR_DESC with function ARGMAX or ARGMIN (INCREASING ties)."""
+
+    function: ReduceFunction
+    input_tensor: TensorDesc
+    output_tensor: Optional[TensorDesc] = None
+    axes: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        function = ReduceFunction.parse(self.function, "function")
+        if function not in (ReduceFunction.ARGMAX, ReduceFunction.ARGMIN):
+            raise DescriptorError(
+                f"function is {function.name}, but this library implements only ARGMAX and ARGMIN"
+            )
+        _set(self, "function", function)
+        inner = self._index_desc()
+        _set(self, "axes", inner.axes)
+        _set(self, "output_tensor", inner.output_tensor)
+
+    def _index_desc(self) -> _IndexOperatorDesc:
+        cls = ArgMaxOperatorDesc if self.function is ReduceFunction.ARGMAX else ArgMinOperatorDesc
+        return cls(self.input_tensor, self.output_tensor, self.axes, AxisDirection.INCREASING)
+
+    def lower(self) -> ArgReduction:
+        return self._index_desc().lower()
+
+    def check_feature_level(self, level) -> None:
+        self._index_desc().check_feature_level(level)
+
+    def to_json(self) -> dict:
+        return {
+            "Type": "REDUCE",
+            "Desc": {
+                "Function": self.function.name,
+                "InputTensor": self.input_tensor.to_json(),
+                "OutputTensor": self.output_tensor.to_json(),
+                "AxisCount": len(self.axes),
+                "Axes": list(self.axes),
+            },
+        }
+
+    @classmethod
+    def _from_json_desc(cls, d: dict):
+        _check_keys(d, {"Function", "InputTensor", "OutputTensor", "AxisCount", "Axes"}, "REDUCE")
+        _check_axis_count(d)
+        return cls(d["Function"], _tensor_from_json(d, "InputTensor"), _tensor_from_json(d, "OutputTensor"), d["Axes"])
+
+
+OperatorDesc = (
+    ArgMaxOperatorDesc | ArgMinOperatorDesc | ActivationHardmax1OperatorDesc
+    | ActivationHardmaxOperatorDesc | ReduceOperatorDesc
+)
+
+_BY_TYPE = {
+    "ARGMAX": ArgMaxOperatorDesc,
+    "ARGMIN": ArgMinOperatorDesc,
+    "ACTIVATION_HARDMAX1": ActivationHardmax1OperatorDesc,
+    "ACTIVATION_HARDMAX": ActivationHardmaxOperatorDesc,
+    "REDUCE": ReduceOperatorDesc,
+}
+
+
+def operator_from_json(obj) -> OperatorDesc:
+    """An operator descriptor from its JSON form (a dict or a JSON string).
+
+    The form is ``{"Type": "ARGMAX", "Desc": {...}}`` with DirectML's field names;
+    ``Type`` may carry DirectML's ``DML_OPERATOR_`` prefix.
+    """
+    if isinstance(obj, (str, bytes)):
+        obj = json.loads(obj)
+    _check_keys(obj, {"Type", "Desc"}, "operator")
+    kind = str(obj["Type"]).upper().removeprefix("DML_OPERATOR_")
+    if kind not in _BY_TYPE:
+        raise DescriptorError(f"Type is {obj['Type']!r}, but it must be one of {', '.join(_BY_TYPE)}")
+    return _BY_TYPE[kind]._from_json_desc(obj["Desc"])
+
+
+def lower(desc) -> ArgReduction:
+    """The ``ArgReduction`` of any operator descriptor."""
+    if not isinstance(desc, tuple(_BY_TYPE.values())):
+        raise TypeError(f"expected an operator descriptor, not {type(desc).__name__}")
+    return desc.lower()
+
+
+__all__ = [
+    "TensorDesc", "ArgMaxOperatorDesc", "ArgMinOperatorDesc", "ActivationHardmax1OperatorDesc",
+    "ActivationHardmaxOperatorDesc", "ReduceOperatorDesc", "ArgReduction", "OperatorDesc",
+    "calc_buffer_tensor_size", "packed_strides", "operator_from_json", "lower", "NanMode",
+]

@@ -1,0 +1,22 @@
+"""The library's exceptions: one for each kind of failure a caller can act on.
+
+Bad arguments of the wrong *kind* raise the built-in ``TypeError``; the classes
+here all derive from ``ValueError`` or ``RuntimeError`` so that callers who do
+not know this module can still catch them by the built-in kind.
+"""
+
+
+class DescriptorError(ValueError):
+    """A descriptor breaks a rule of SPEC.md. The message names field, value and rule."""
+
+    def within(self, prefix: str) -> "DescriptorError":
+        """The same error, with its field named from an enclosing descriptor."""
+        return type(self)(f"{prefix}.{self}")
+
+
+class DataError(ValueError):
+    """Data does not match its descriptor (dtype, shape or buffer size)."""
+
+
+class AdapterError(RuntimeError):
+    """No adapter could be found or opened, or the device failed."""
