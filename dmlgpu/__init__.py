@@ -1,0 +1,40 @@
+"""dmlgpu: DirectML's arg-reduction operators (ARGMAX, ARGMIN, HARDMAX) on any GPU wgpu reaches.
+
+Import cost is low: wgpu is loaded only when a device is first opened.
+"""
+
+from .desc import (
+    ActivationHardmax1OperatorDesc,
+    ActivationHardmaxOperatorDesc,
+    ArgMaxOperatorDesc,
+    ArgMinOperatorDesc,
+    ReduceOperatorDesc,
+    TensorDesc,
+    calc_buffer_tensor_size,
+    operator_from_json,
+)
+from .errors import AdapterError, DataError, DescriptorError
+from .types import AxisDirection, DataType, FeatureLevel, NanMode, ReduceFunction, TensorFlags
+
+__version__ = "0.1.0"
+
+_LAZY = {"argmax": "api", "argmin": "api", "hardmax": "api", "Device": "device", "Tensor": "device",
+         "CompiledOperator": "device", "default_device": "device"}
+
+
+def __getattr__(name):
+    """Load the GPU-facing modules (and with them wgpu) on first use."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "argmax", "argmin", "hardmax", "Device", "Tensor", "CompiledOperator", "default_device",
+    "TensorDesc", "ArgMaxOperatorDesc", "ArgMinOperatorDesc", "ActivationHardmax1OperatorDesc",
+    "ActivationHardmaxOperatorDesc", "ReduceOperatorDesc", "calc_buffer_tensor_size", "operator_from_json",
+    "DataType", "AxisDirection", "TensorFlags", "ReduceFunction", "FeatureLevel", "NanMode",
+    "DescriptorError", "DataError", "AdapterError",
+]

@@ -1,0 +1,94 @@
+"""The NumPy-level API: ``argmax``, ``argmin`` and ``hardmax``.
+
+Each call builds the operator descriptor for the array's own layout, compiles it on
+the device (once per distinct descriptor) and runs it. A ``Tensor`` argument stays on
+the GPU and gives a ``Tensor`` back; a NumPy array gives a NumPy array back. The result
+keeps the input's rank, with size 1 on each reduced axis.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+import numpy as np
+
+from . import layout
+from .desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
+from .device import Device, Tensor, default_device
+from .types import AxisDirection, DataType
+
+Axes = Union[int, Sequence[int]]
+
+
+def _normalize_axes(axes: Axes, rank: int) -> tuple[int, ...]:
+    """Axes as a tuple; negative axes count from the end, as in NumPy."""
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        axes = (axes,)
+    if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
+        raise TypeError(f"axes must be an int or a sequence of ints, not {type(axes).__name__} ({axes!r})")
+    return tuple(a + rank if isinstance(a, (int, np.integer)) and -rank <= a < 0 else a for a in axes)
+
+
+def _output_type(value) -> DataType:
+    if isinstance(value, (str, DataType)):
+        return DataType.parse(value, "output_data_type")
+    return DataType.from_numpy(value, "output_data_type")
+
+
+def _run(make_desc, x, device: Device | None, nan_mode):
+    """Describe ``x``, build its descriptor with ``make_desc``, compile and run it."""
+    device = device or default_device()
+    if isinstance(x, Tensor):
+        return device.compile(make_desc(x.desc), nan_mode=nan_mode).run(x)
+    if not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+    desc, span = layout.describe(x)
+    compiled = device.compile(make_desc(desc), nan_mode=nan_mode)
+    source = device.upload(x)
+    result = compiled.run(source)
+    try:
+        return result.numpy()
+    finally:
+        source.release()
+        result.release()
+
+
+def _index_operator(cls, x, axes, axis_direction, output_data_type, nan_mode, device):
+    direction = AxisDirection.parse(axis_direction, "axis_direction")
+    out_type = _output_type(output_data_type)
+
+    def make_desc(desc: TensorDesc):
+        red_axes = _normalize_axes(axes, desc.rank)
+        sizes = tuple(1 if i in red_axes else n for i, n in enumerate(desc.sizes))
+        return cls(desc, TensorDesc(out_type, sizes), red_axes, direction)
+
+    return _run(make_desc, x, device, nan_mode)
+
+
+def argmax(x, axes: Axes, *, axis_direction="increasing", output_data_type="uint32", nan_mode="ignore",
+           device: Device | None = None):
+    """Indices of the maxima over ``axes`` (DML_OPERATOR_ARGMAX).
+
+    The index is the row-major position within the reduced axes, taken in ascending
+    order. ``axis_direction`` picks the first ("increasing") or last ("decreasing") of
+    equal maxima; ``nan_mode`` is "ignore" (DirectML) or "propagate" (NumPy).
+    """
+    return _index_operator(ArgMaxOperatorDesc, x, axes, axis_direction, output_data_type, nan_mode, device)
+
+
+def argmin(x, axes: Axes, *, axis_direction="increasing", output_data_type="uint32", nan_mode="ignore",
+           device: Device | None = None):
+    """Indices of the minima over ``axes`` (DML_OPERATOR_ARGMIN); arguments as ``argmax``."""
+    return _index_operator(ArgMinOperatorDesc, x, axes, axis_direction, output_data_type, nan_mode, device)
+
+
+def hardmax(x, axes: Axes, *, nan_mode="ignore", device: Device | None = None):
+    """1 at the first maximum of each slice over ``axes``, 0 elsewhere (DML_OPERATOR_ACTIVATION_HARDMAX1).
+
+    FLOAT32 and FLOAT16 only; the result has the input's type and shape.
+    """
+
+    def make_desc(desc: TensorDesc):
+        return ActivationHardmax1OperatorDesc(desc, TensorDesc(desc.data_type, desc.sizes), _normalize_axes(axes, desc.rank))
+
+    return _run(make_desc, x, device, nan_mode)

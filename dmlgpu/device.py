@@ -1,0 +1,173 @@
+"""The descriptor-level API, in DirectML's shape.
+
+A ``Device`` opens an adapter; ``Device.compile`` turns an operator descriptor into a
+``CompiledOperator`` (validated, planned, its pipeline compiled once); a compiled
+operator runs on NumPy arrays (upload, dispatch, read back) or on ``Tensor`` objects
+that stay on the GPU, so chains of calls do not cross the bus each time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import layout
+from .desc import TensorDesc, lower
+from .errors import DataError
+from .plan import Plan, plan
+from .runner import Runner, adapter_summary
+from .types import FeatureLevel, NanMode
+from .wgsl import params_words, shader_source
+
+
+class Tensor:
+    """A tensor resident on a device: a GPU buffer and the ``TensorDesc`` that reads it."""
+
+    def __init__(self, device: "Device", desc: TensorDesc, buffer):
+        self.device = device
+        self.desc = desc
+        self._buffer = buffer
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.desc.sizes
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.desc.data_type.numpy
+
+    def numpy(self) -> np.ndarray:
+        """Read the tensor back into a packed NumPy array."""
+        raw = self.device.runner.read(self._buffer, self.desc.total_tensor_size_in_bytes)
+        return np.array(layout.view(self.desc, raw))
+
+    def release(self) -> None:
+        """Free the GPU memory now rather than when the object is collected."""
+        if self._buffer is not None:
+            self._buffer.destroy()
+            self._buffer = None
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.desc.data_type.name}, sizes={list(self.desc.sizes)}, device={self.device.name!r})"
+
+
+def _check_layout(tensor: Tensor, desc: TensorDesc, field: str) -> None:
+    """A tensor may stand for ``desc`` when it addresses its elements the same way."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{field} must be a dmlgpu Tensor, not {type(tensor).__name__}")
+    if tensor._buffer is None:
+        raise DataError(f"{field} was released")
+    mine, theirs = tensor.desc, desc
+    for name in ("data_type", "sizes", "element_strides"):
+        if getattr(mine, name) != getattr(theirs, name):
+            raise DataError(
+                f"{field}.{name} is {getattr(mine, name)}, but the operator was compiled for {getattr(theirs, name)}"
+            )
+    if tensor._buffer.size < theirs.total_tensor_size_in_bytes:
+        raise DataError(
+            f"{field} holds {tensor._buffer.size} bytes, but the operator's total_tensor_size_in_bytes "
+            f"is {theirs.total_tensor_size_in_bytes}"
+        )
+
+
+class CompiledOperator:
+    """An operator descriptor compiled for one device: reusable, with its plan and pipeline."""
+
+    def __init__(self, device: "Device", desc, nan_mode):
+        desc.check_feature_level(device.feature_level)
+        self.device = device
+        self.desc = desc
+        self.nan_mode = NanMode.parse(nan_mode, "nan_mode")
+        reduction = lower(desc)
+        self.input_desc: TensorDesc = reduction.input
+        self.output_desc: TensorDesc = reduction.output
+        self.plan: Plan = plan(reduction, device.runner.capabilities, self.nan_mode)
+        self.source = shader_source(self.plan)
+        self._pipeline = device.runner.pipeline(self.source)
+        self._params = device.runner.uniform(params_words(self.plan))
+
+    def run(self, input: Tensor, output: Tensor | None = None) -> Tensor:
+        """Dispatch on GPU-resident tensors; returns the output tensor (new if not given)."""
+        _check_layout(input, self.input_desc, "input")
+        if output is None:
+            output = self.device.empty(self.output_desc)
+        else:
+            _check_layout(output, self.output_desc, "output")
+        self.device.runner.dispatch(
+            self._pipeline, self._params, input._buffer, output._buffer, self.plan.grid,
+            clear_dst=self.plan.clears_output,
+        )
+        return output
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Upload a logical array, run, and read the logical result back."""
+        source = self.device.upload(x, self.input_desc)
+        result = self.run(source)
+        try:
+            return result.numpy()
+        finally:
+            source.release()
+            result.release()
+
+
+class Device:
+    """One adapter opened for these operators (DirectML's IDMLDevice)."""
+
+    def __init__(self, adapter: str | None = None, *, feature_level="4.1", int64: bool | None = None):
+        """``adapter``: a substring of the adapter's name (default: ``DMLGPU_ADAPTER``, else
+        the high-performance adapter). ``int64=False`` forces the 32-bit-word path for
+        64-bit inputs even where the adapter has ``shader-int64``."""
+        self.feature_level = FeatureLevel.parse(feature_level, "feature_level")
+        self.runner = Runner(adapter, int64=int64)
+        self._compiled: dict = {}
+
+    @property
+    def name(self) -> str:
+        return self.runner.name
+
+    def info(self) -> dict:
+        """The adapter's name, backend, limits and features, and the features in use."""
+        return {**adapter_summary(self.runner.adapter), "features_used": sorted(self.runner.features)}
+
+    def compile(self, desc, *, nan_mode="ignore") -> CompiledOperator:
+        """The compiled form of an operator descriptor; compiled once per descriptor."""
+        key = (desc, NanMode.parse(nan_mode, "nan_mode"))
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            lower(desc)  # a TypeError for anything that is not a descriptor, before hashing it
+            compiled = self._compiled[key] = CompiledOperator(self, desc, key[1])
+        return compiled
+
+    def upload(self, x: np.ndarray, desc: TensorDesc | None = None) -> Tensor:
+        """Put an array on the GPU.
+
+        Without ``desc`` the tensor keeps the array's own layout (strided views travel
+        without a host-side copy). With ``desc``, ``x`` is the logical tensor and is laid
+        out in the descriptor's strides.
+        """
+        own, span = layout.describe(x)
+        if desc is None:
+            desc = own
+        else:
+            layout.check_logical(desc, x)
+            if own.element_strides != desc.element_strides:
+                span = layout.lay_out(desc, x)
+        buffer = self.runner.storage(max(desc.total_tensor_size_in_bytes, span.nbytes), span)
+        return Tensor(self, desc, buffer)
+
+    def empty(self, desc: TensorDesc) -> Tensor:
+        """An uninitialised tensor of this descriptor's size."""
+        return Tensor(self, desc, self.runner.storage(desc.total_tensor_size_in_bytes))
+
+    def __repr__(self) -> str:
+        return f"Device({self.name!r}, backend={self.runner.backend!r}, feature_level={self.feature_level.value!r})"
+
+
+_default: Device | None = None
+
+
+def default_device() -> Device:
+    """The device the module-level functions use when none is given, opened on first use."""
+    global _default
+    if _default is None:
+        _default = Device()
+    return _default

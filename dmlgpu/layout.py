@@ -1,0 +1,92 @@
+"""Host-side layouts: NumPy arrays as DirectML buffer tensors, and back.
+
+``describe`` turns an array (a view with any non-negative strides included) into the
+``TensorDesc`` that addresses its memory and the bytes that memory spans, without a
+copy; ``view`` reads a buffer through a ``TensorDesc`` as a NumPy array; ``lay_out``
+writes a logical array into a fresh buffer of a descriptor's layout.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import numpy as np
+
+from .desc import TensorDesc
+from .errors import DataError
+from .types import DataType
+
+Buffer = Union[bytes, bytearray, memoryview, np.ndarray]
+
+
+def as_bytes(buffer: Buffer) -> np.ndarray:
+    """The bytes of ``buffer`` as a flat uint8 array (copied only if not contiguous)."""
+    if isinstance(buffer, np.ndarray):
+        return np.ascontiguousarray(buffer).reshape(-1).view(np.uint8)
+    if isinstance(buffer, (bytes, bytearray, memoryview)):
+        return np.frombuffer(memoryview(buffer).cast("B"), dtype=np.uint8)
+    raise TypeError(
+        f"buffer must be bytes, bytearray, memoryview or a NumPy array, not {type(buffer).__name__}"
+    )
+
+
+def view(desc: TensorDesc, buffer: Buffer) -> np.ndarray:
+    """The logical tensor that ``desc`` describes over ``buffer``, as a read-only view."""
+    raw = as_bytes(buffer)
+    needed = desc.total_tensor_size_in_bytes
+    if raw.size < needed:
+        raise DataError(
+            f"buffer holds {raw.size} bytes, but the tensor's total_tensor_size_in_bytes is {needed}"
+        )
+    return _strided(desc, raw[:needed], writeable=False)
+
+
+def _strided(desc: TensorDesc, raw: np.ndarray, writeable: bool) -> np.ndarray:
+    """``desc``'s elements over the bytes ``raw`` (whose length is a multiple of 4)."""
+    dtype = desc.data_type.numpy
+    elements = raw[: raw.size // dtype.itemsize * dtype.itemsize].view(dtype)
+    byte_strides = tuple(stride * dtype.itemsize for stride in desc.element_strides)
+    return np.lib.stride_tricks.as_strided(elements, shape=desc.sizes, strides=byte_strides, writeable=writeable)
+
+
+def describe(x: np.ndarray, field: str = "x") -> tuple[TensorDesc, np.ndarray]:
+    """The descriptor of an array's own layout, and the bytes its elements span.
+
+    Non-negative strides that are whole elements (padded rows, permuted axes,
+    broadcast stride 0) are described as they are, without a copy. Negative or
+    fractional strides and big-endian data are copied into a packed array first.
+    """
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{field} must be a NumPy array, not {type(x).__name__}")
+    data_type = DataType.from_numpy(x.dtype, f"{field}.dtype")
+    if x.ndim == 0:
+        raise DataError(f"{field} has 0 dimensions, but a tensor has 1 to 8")
+    if x.size == 0:
+        raise DataError(f"{field}.shape is {x.shape}, but every size must be at least 1")
+    itemsize = x.itemsize
+    if not x.dtype.isnative or x.dtype.byteorder == ">" or any(s < 0 or s % itemsize for s in x.strides):
+        x = np.ascontiguousarray(x, dtype=data_type.numpy)
+    strides = tuple(s // itemsize for s in x.strides)
+    packed = x.flags.c_contiguous
+    desc = TensorDesc(data_type, x.shape, None if packed else strides)
+    last = sum((n - 1) * s for n, s in zip(x.shape, strides))
+    span = np.lib.stride_tricks.as_strided(x, shape=(last + 1,), strides=(itemsize,), writeable=False)
+    return desc, span
+
+
+def lay_out(desc: TensorDesc, x: np.ndarray, field: str = "x") -> np.ndarray:
+    """A zeroed buffer of ``desc``'s size holding the logical array ``x`` in its layout."""
+    check_logical(desc, x, field)
+    raw = np.zeros(desc.total_tensor_size_in_bytes, dtype=np.uint8)
+    _strided(desc, raw, writeable=True)[...] = x
+    return raw
+
+
+def check_logical(desc: TensorDesc, x: np.ndarray, field: str = "x") -> None:
+    """Refuse an array whose type or shape differs from the descriptor's."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{field} must be a NumPy array, not {type(x).__name__}")
+    if DataType.from_numpy(x.dtype, f"{field}.dtype") is not desc.data_type:
+        raise DataError(f"{field}.dtype is {x.dtype}, but the descriptor's data_type is {desc.data_type.name}")
+    if tuple(x.shape) != desc.sizes:
+        raise DataError(f"{field}.shape is {tuple(x.shape)}, but the descriptor's sizes are {list(desc.sizes)}")

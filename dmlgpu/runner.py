@@ -1,0 +1,175 @@
+"""The runner: the only module that touches wgpu.
+
+It opens an adapter and a device, creates buffers, compiles and caches pipelines
+(keyed by their WGSL text), records dispatches and reads results back. It knows
+nothing of operators: it is handed WGSL text, parameter words and buffers.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import wgpu
+
+from .errors import AdapterError
+from .plan import Capabilities
+
+#: Features used when the adapter has them.
+_WANTED_FEATURES = ("shader-int64", "shader-f16", "subgroup", "timestamp-query")
+_STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
+
+#: Binding 0: parameters; 1: the input (read-only); 2: the output.
+_LAYOUT_ENTRIES = [
+    {"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.uniform}},
+    {"binding": 1, "visibility": wgpu.ShaderStage.COMPUTE,
+     "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
+    {"binding": 2, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
+]
+
+NO_ADAPTER_HELP = (
+    "no GPU adapter was found; on a machine without a GPU install Mesa's lavapipe "
+    "(Debian: apt-get install mesa-vulkan-drivers libvulkan1)"
+)
+
+
+def adapters() -> list:
+    """Every adapter wgpu can see."""
+    return list(wgpu.gpu.enumerate_adapters_sync())
+
+
+def adapter_summary(adapter) -> dict:
+    """Name, backend, type, limits and features of an adapter, as plain data."""
+    info = adapter.info
+    return {
+        "device": info["device"],
+        "backend": info["backend_type"],
+        "type": info["adapter_type"],
+        "limits": dict(adapter.limits),
+        "features": sorted(adapter.features),
+    }
+
+
+def choose_adapter(name: str | None = None):
+    """The adapter whose name contains ``name`` (case-insensitive), else the high-performance one.
+
+    ``name`` defaults to the environment variable ``DMLGPU_ADAPTER``. Among several
+    matches, native backends (Vulkan, Metal, D3D12) come before OpenGL.
+    """
+    name = name if name is not None else os.environ.get("DMLGPU_ADAPTER") or None
+    try:
+        found = adapters()
+        default = wgpu.gpu.request_adapter_sync(power_preference="high-performance") if name is None else None
+    except Exception as err:  # wgpu could not load any backend
+        raise AdapterError(f"{NO_ADAPTER_HELP} ({err})") from None
+    if name is None:
+        if default is None:
+            raise AdapterError(NO_ADAPTER_HELP)
+        return default
+    matches = [a for a in found if name.lower() in a.info["device"].lower()]
+    matches.sort(key=lambda a: a.info["backend_type"] == "OpenGL")
+    if not matches:
+        names = ", ".join(f"{a.info['device']} ({a.info['backend_type']})" for a in found) or "none"
+        raise AdapterError(f"adapter is {name!r}, but no adapter's name contains it; adapters: {names}")
+    return matches[0]
+
+
+class Runner:
+    """One wgpu device with its pipeline cache."""
+
+    def __init__(self, adapter: str | None = None, *, int64: bool | None = None):
+        self.adapter = choose_adapter(adapter)
+        available = set(self.adapter.features)
+        wanted = [f for f in _WANTED_FEATURES if f in available]
+        if int64 is False:
+            wanted = [f for f in wanted if f != "shader-int64"]
+        elif int64 is True and "shader-int64" not in available:
+            raise AdapterError(f"int64 is True, but adapter {self.name!r} lacks shader-int64")
+        self.features = frozenset(wanted)
+        limits = self.adapter.limits
+        self.device = self.adapter.request_device_sync(
+            required_features=wanted,
+            required_limits={
+                "max-storage-buffer-binding-size": limits["max-storage-buffer-binding-size"],
+                "max-buffer-size": limits["max-buffer-size"],
+            },
+        )
+        self.capabilities = Capabilities(
+            max_storage_binding=limits["max-storage-buffer-binding-size"],
+            max_buffer=limits["max-buffer-size"],
+            max_workgroups_per_dim=limits["max-compute-workgroups-per-dimension"],
+            shader_int64="shader-int64" in self.features,
+        )
+        self._bind_layout = self.device.create_bind_group_layout(entries=_LAYOUT_ENTRIES)
+        self._pipeline_layout = self.device.create_pipeline_layout(bind_group_layouts=[self._bind_layout])
+        self._pipelines: dict[str, object] = {}
+
+    @property
+    def name(self) -> str:
+        return self.adapter.info["device"]
+
+    @property
+    def backend(self) -> str:
+        return self.adapter.info["backend_type"]
+
+    def pipeline(self, source: str):
+        """The compute pipeline of this WGSL text, compiled on first use."""
+        pipeline = self._pipelines.get(source)
+        if pipeline is None:
+            module = self.device.create_shader_module(code=source)
+            pipeline = self.device.create_compute_pipeline(
+                layout=self._pipeline_layout, compute={"module": module, "entry_point": "main"}
+            )
+            self._pipelines[source] = pipeline
+        return pipeline
+
+    @property
+    def pipeline_count(self) -> int:
+        return len(self._pipelines)
+
+    def storage(self, nbytes: int, data=None):
+        """A storage buffer of at least ``nbytes`` (rounded up to 4), optionally filled."""
+        size = max(4, (nbytes + 3) & ~3)
+        buffer = self.device.create_buffer(size=size, usage=_STORAGE)
+        if data is not None:
+            self.write(buffer, data)
+        return buffer
+
+    def uniform(self, words: np.ndarray):
+        return self.device.create_buffer_with_data(
+            data=words, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+        )
+
+    def write(self, buffer, data) -> None:
+        """Write bytes to the start of a buffer, padding the tail to 4 bytes."""
+        raw = memoryview(data).cast("B")
+        whole = len(raw) & ~3
+        if whole:
+            self.device.queue.write_buffer(buffer, 0, raw[:whole])
+        if whole != len(raw):
+            tail = bytes(raw[whole:]) + bytes(4 - (len(raw) - whole))
+            self.device.queue.write_buffer(buffer, whole, tail)
+
+    def dispatch(self, pipeline, params, src, dst, grid, *, clear_dst: bool = False) -> None:
+        """Run one pipeline over a grid; optionally zero ``dst`` first."""
+        bind_group = self.device.create_bind_group(
+            layout=self._bind_layout,
+            entries=[
+                {"binding": 0, "resource": {"buffer": params}},
+                {"binding": 1, "resource": {"buffer": src}},
+                {"binding": 2, "resource": {"buffer": dst}},
+            ],
+        )
+        encoder = self.device.create_command_encoder()
+        if clear_dst:
+            encoder.clear_buffer(dst)
+        compute = encoder.begin_compute_pass()
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, bind_group)
+        compute.dispatch_workgroups(*grid)
+        compute.end()
+        self.device.queue.submit([encoder.finish()])
+
+    def read(self, buffer, nbytes: int) -> memoryview:
+        """The first ``nbytes`` of a buffer (rounded up to 4), once the queue has finished."""
+        return self.device.queue.read_buffer(buffer, 0, max(4, (nbytes + 3) & ~3))

@@ -1,0 +1,92 @@
+"""WGSL text for a plan: constants from the plan, then the template files in shaders/.
+
+A shader is a list of ``const`` declarations followed by readable .wgsl files:
+``common`` (parameters, addressing, the tie rule), a loader, a key module (how an
+element becomes an order-preserving key), a store module (what is written) and the
+kernel. Templates receive finished values only; every decision was made by the planner.
+Also packs the uniform parameters whose layout ``common.wgsl`` declares.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+import numpy as np
+
+from .plan import MAX_DIMS, Plan
+from .types import DataType, NanMode
+
+_FLOAT_BITS = {  # sign bit, magnitude mask, +inf
+    DataType.FLOAT32: (0x80000000, 0x7FFFFFFF, 0x7F800000),
+    DataType.FLOAT16: (0x8000, 0x7FFF, 0x7C00),
+}
+_SIGNED = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64)
+
+
+@functools.cache
+def template(name: str) -> str:
+    """The text of ``shaders/<name>.wgsl``."""
+    return resources.files("dmlgpu.shaders").joinpath(f"{name}.wgsl").read_text()
+
+
+def _literal(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:#x}u" if value > 9 else f"{value}u"
+
+
+def _key_parts(plan: Plan) -> tuple[list[str], dict]:
+    """The loader and key modules for the input type, and the constants they read."""
+    t = plan.input_type
+    consts = {"MINIMIZE": plan.op == "argmin"}
+    if t.size == 8:
+        consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
+        return ["key_int64_native" if plan.int64 else "key_int64_words"], consts
+    consts["BITS"] = t.size * 8
+    if t.is_float:
+        sign, magnitude, inf = _FLOAT_BITS[t]
+        consts.update(F_SIGN=sign, F_ABS=magnitude, F_INF=inf, NAN_PROPAGATE=plan.nan_mode is NanMode.PROPAGATE)
+        return ["load_packed", "key_float"], consts
+    consts["SIGN_FLIP"] = 1 << (t.size * 8 - 1) if t in _SIGNED else 0
+    return ["load_packed", "key_int"], consts
+
+
+def _store_part(plan: Plan) -> str:
+    if plan.op == "hardmax":
+        return "store_one_f16" if plan.output_type is DataType.FLOAT16 else "store_one_f32"
+    return "store_index64" if plan.output_type.size == 8 else "store_index32"
+
+
+def shader_source(plan: Plan) -> str:
+    """The complete WGSL of a plan. Equal plans (up to shape) give equal text."""
+    key_parts, consts = _key_parts(plan)
+    consts = {
+        "WG": plan.workgroup_size,
+        "KEPT_RANK": len(plan.kept),
+        "RED_RANK": len(plan.reduced),
+        "INCREASING": plan.increasing,
+        **consts,
+    }
+    header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
+    parts = ["common", *key_parts, _store_part(plan), plan.kernel]
+    return header + "\n\n" + "\n".join(template(p) for p in parts)
+
+
+def params_words(plan: Plan) -> np.ndarray:
+    """The uniform ``Params`` of ``common.wgsl`` as 32-bit words."""
+    gx, gy, _ = plan.grid
+    words = np.zeros(4 + 6 * MAX_DIMS, dtype=np.uint32)
+    words[:4] = (plan.output_count, plan.reduced_count, gx, gx * gy)
+
+    def put(slot: int, values) -> None:
+        start = 4 + slot * MAX_DIMS
+        words[start:start + len(values)] = values
+
+    put(0, [d.size for d in plan.kept])
+    put(1, [d.in_stride for d in plan.kept])
+    put(2, [d.out_stride for d in plan.kept])
+    put(3, [d.size for d in plan.reduced])
+    put(4, [d.in_stride for d in plan.reduced])
+    put(5, [d.out_stride for d in plan.reduced])
+    return words

@@ -1,0 +1,29 @@
+// Order-preserving keys of IEEE floats (FLOAT32 or FLOAT16), as u32.
+// Comparisons on float values could ignore NaN, the sign of zero or subnormals
+// (WGSL allows it), so the shader compares these integer keys only.
+// Constants: F_SIGN, F_ABS, F_INF (the format's sign bit, magnitude mask, +inf),
+// MINIMIZE, NAN_PROPAGATE.
+
+alias Key = u32;
+
+// NaN is below every number (ignore) or above every number (propagate). No number
+// maps to 0 or 0xffffffff: those keys belong to NaN bit patterns.
+const NAN_KEY: u32 = select(0u, 0xffffffffu, NAN_PROPAGATE);
+
+fn load_key(e: u32) -> Key {
+    let b = load_bits(e);
+    let magnitude = b & F_ABS;
+    if (magnitude > F_INF) {
+        return NAN_KEY;
+    }
+    // Negative numbers reverse their order; -0.0 takes +0.0's key (they tie).
+    var k = select(magnitude | F_SIGN, (F_SIGN - 1u) - magnitude, (b & F_SIGN) != 0u && magnitude != 0u);
+    if (MINIMIZE) {
+        k = ~k;
+    }
+    return k;
+}
+
+fn key_gt(a: Key, b: Key) -> bool {
+    return a > b;
+}

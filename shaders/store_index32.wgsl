@@ -1,0 +1,7 @@
+// ARGMAX / ARGMIN into INT32 or UINT32: the index at the output element.
+
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+
+fn store_result(out_base: u32, index: u32) {
+    dst[out_base] = index;
+}

@@ -1,0 +1,8 @@
+// HARDMAX into FLOAT32: the runner zeroes the output, then each slice writes 1.0 at its
+// winner, found through the reduced dimensions' output strides.
+
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+
+fn store_result(out_base: u32, index: u32) {
+    dst[out_base + reduced_offsets(index).y] = 0x3f800000u;
+}
