@@ -1,0 +1,373 @@
+"""The GPU held to the NumPy oracle, bit for bit.
+
+Values come from small pools so that ties happen on purpose, and the pools hold each
+type's special values (NaN, +-0.0, +-inf, subnormals, integer extremes, 64-bit values
+that differ only below bit 53's reach of a double).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dmlgpu
+from dmlgpu import oracle
+from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
+from dmlgpu.types import DataType
+
+FLOATS = (DataType.FLOAT32, DataType.FLOAT16)
+INDEX_TYPES = ("uint32", "int32", "uint64", "int64")
+LAYOUTS = ("packed", "permuted", "padded", "broadcast")
+
+
+def value_pool(data_type: DataType) -> np.ndarray:
+    """Few distinct values, the type's special ones among them."""
+    dtype = data_type.numpy
+    if data_type.is_float:
+        tiny = np.finfo(dtype).smallest_subnormal
+        return np.array([-2, -1, -0.0, 0.0, 1, 2, np.inf, -np.inf, np.nan, tiny, -tiny], dtype)
+    info = np.iinfo(dtype)
+    pool = [info.min, info.min + 1, 0, 1, info.max - 1, info.max]
+    if data_type.size == 8:  # equal as doubles, different as integers
+        pool += [2**60, 2**60 + 1] + ([-(2**60), -(2**60) - 1] if info.min < 0 else [])
+    return np.array(pool, dtype)
+
+
+def tie_values(data_type: DataType, shape, rng: np.random.Generator, pool_size: int = 4) -> np.ndarray:
+    """Values drawn from a few of the pool's entries, so slices tie often."""
+    pool = rng.choice(value_pool(data_type), size=pool_size, replace=False)
+    return rng.choice(pool, size=shape)
+
+
+def in_layout(x: np.ndarray, kind: str, rng: np.random.Generator) -> np.ndarray:
+    """A view with logical value ``x`` (or its broadcast) whose memory layout is ``kind``."""
+    if kind == "packed":
+        return x
+    if kind == "permuted":
+        perm = rng.permutation(x.ndim)
+        base = np.ascontiguousarray(x.transpose(perm))
+        return base.transpose(np.argsort(perm))
+    if kind == "padded":
+        big = np.zeros([n + 2 for n in x.shape], x.dtype)
+        region = tuple(slice(1, n + 1) for n in x.shape)
+        big[region] = x
+        return big[region]
+    if kind == "broadcast":
+        axis = int(np.argmax(x.shape))
+        return np.broadcast_to(x.take([0], axis=axis), x.shape)
+    raise ValueError(kind)
+
+
+def run_both(op: str, x: np.ndarray, axes, device, **kwargs):
+    """The GPU's answer and the oracle's, for the NumPy-level call ``op``."""
+    got = getattr(dmlgpu, op)(x, axes, device=device, **kwargs)
+    want = getattr(oracle, op)(np.ascontiguousarray(x), axes, **kwargs)
+    return got, want
+
+
+def assert_same(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+
+
+# --- SPEC.md section 5, exactly -------------------------------------------------------
+
+GRID = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
+CUBE = np.array([[[12, 0], [-101, 11]], [[3, 234], [0, -101]]], np.float32)
+
+
+@pytest.mark.parametrize(
+    "op, x, axes, expected",
+    [
+        ("argmax", GRID, (0,), [[1, 2, 1]]),
+        ("argmax", GRID, (1,), [[2], [2], [1]]),
+        ("argmax", GRID, (0, 1), [[7]]),
+        ("argmin", GRID, (0,), [[0, 1, 2]]),
+        ("argmin", GRID, (1,), [[0], [1], [0]]),
+        ("argmin", GRID, (0, 1), [[4]]),
+        ("hardmax", CUBE, (1,), [[[1, 0], [0, 1]], [[1, 1], [0, 0]]]),
+        ("hardmax", CUBE, (0,), [[[1, 0], [0, 1]], [[0, 1], [1, 0]]]),
+        ("hardmax", CUBE, (0, 2), [[[0, 0], [0, 1]], [[0, 1], [0, 0]]]),
+    ],
+)
+def test_spec_examples(device, op, x, axes, expected):
+    got = getattr(dmlgpu, op)(x, axes, device=device)
+    assert got.tolist() == expected
+    assert got.dtype == (np.float32 if op == "hardmax" else np.uint32)
+
+
+@pytest.mark.parametrize(
+    "op, values, increasing, decreasing",
+    [("argmax", [3, 2, 1, 2, 3], 0, 4), ("argmin", [1, 2, 3, 2, 1], 0, 4)],
+)
+def test_spec_ties(device, op, values, increasing, decreasing):
+    x = np.array(values, np.float32)
+    assert getattr(dmlgpu, op)(x, 0, device=device).tolist() == [increasing]
+    assert getattr(dmlgpu, op)(x, 0, axis_direction="decreasing", device=device).tolist() == [decreasing]
+
+
+# --- the matrix: types x ranks 1-8 x axis sets x directions x output types x layouts x NaN modes
+
+
+def matrix_cases():
+    """Two cases per (type, rank), cycling through every option so each is met often."""
+    rng = np.random.default_rng(20261122)
+    cycle = itertools.cycle(itertools.product(("increasing", "decreasing"), INDEX_TYPES, LAYOUTS))
+    for data_type, rank, repeat in itertools.product(DataType, range(1, 9), range(2)):
+        direction, out_type, layout = next(cycle)
+        limit = max(2, int(700 ** (1 / rank)))
+        shape = tuple(int(n) for n in rng.integers(1, limit + 1, size=rank))
+        count = int(rng.integers(1, rank + 1))
+        axes = tuple(sorted(int(a) for a in rng.choice(rank, size=count, replace=False)))
+        ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
+        op = ops[(rank + repeat) % len(ops)]
+        nan_mode = ("ignore", "propagate")[(rank + repeat) % 2]
+        seed = int(rng.integers(2**31))
+        yield pytest.param(
+            data_type, shape, axes, op, direction, out_type, layout, nan_mode, seed,
+            id=f"{data_type.name}-{op}-{shape}-ax{axes}-{direction[:3]}-{out_type}-{layout}-{nan_mode}",
+        )
+
+
+@pytest.mark.parametrize(
+    "data_type, shape, axes, op, direction, out_type, layout, nan_mode, seed", list(matrix_cases())
+)
+def test_matrix(device, device_words, data_type, shape, axes, op, direction, out_type, layout, nan_mode, seed):
+    rng = np.random.default_rng(seed)
+    x = in_layout(tie_values(data_type, shape, rng), layout, rng)
+    kwargs = {"nan_mode": nan_mode}
+    if op != "hardmax":
+        kwargs.update(axis_direction=direction, output_data_type=out_type)
+    # 64-bit inputs run on both key paths: native u64 and two 32-bit words.
+    for dev in (device, device_words) if data_type.size == 8 else (device,):
+        assert_same(*run_both(op, x, axes, dev, **kwargs))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    data_type=st.sampled_from(list(DataType)),
+    shape=st.lists(st.integers(1, 6), min_size=1, max_size=5),
+    data=st.data(),
+)
+def test_random_shapes(device, data_type, shape, data):
+    axes = data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1), label="axes")
+    op = data.draw(st.sampled_from(["argmax", "argmin"]), label="op")
+    direction = data.draw(st.sampled_from(["increasing", "decreasing"]), label="direction")
+    seed = data.draw(st.integers(0, 2**31), label="seed")
+    x = tie_values(data_type, tuple(shape), np.random.default_rng(seed), pool_size=3)
+    assert_same(*run_both(op, x, tuple(axes), device, axis_direction=direction))
+
+
+# --- special values, one slice per case, every op and direction -----------------------
+
+
+def nan_rows(data_type: DataType) -> np.ndarray:
+    """A NaN at every position of a row, an all-NaN row and a NaN-free row."""
+    n = 7
+    base = np.array([1, -3, 2, 2, -3, 0, 1], data_type.numpy)
+    rows = np.tile(base, (n + 2, 1))
+    rows[np.arange(n), np.arange(n)] = np.nan
+    rows[n] = np.nan
+    return rows
+
+
+@pytest.mark.parametrize("data_type", FLOATS, ids=lambda t: t.name)
+@pytest.mark.parametrize("nan_mode", ["ignore", "propagate"])
+@pytest.mark.parametrize("direction", ["increasing", "decreasing"])
+def test_nan_everywhere(device, data_type, nan_mode, direction):
+    rows = nan_rows(data_type)
+    for op in ("argmax", "argmin"):
+        got, want = run_both(op, rows, 1, device, nan_mode=nan_mode, axis_direction=direction)
+        assert_same(got, want)
+    assert_same(*run_both("hardmax", rows, 1, device, nan_mode=nan_mode))
+
+
+def test_nan_decisions(device):
+    """SPEC.md section 2 in words, independent of the oracle."""
+    x = np.array([np.nan, 1, np.nan, 1], np.float32)
+    assert dmlgpu.argmax(x, 0, device=device)[0] == 1
+    assert dmlgpu.argmin(x, 0, axis_direction="decreasing", device=device)[0] == 3
+    assert dmlgpu.argmax(x, 0, nan_mode="propagate", device=device)[0] == 0
+    assert dmlgpu.argmin(x, 0, nan_mode="propagate", axis_direction="decreasing", device=device)[0] == 2
+    all_nan = np.full(5, np.nan, np.float16)
+    assert dmlgpu.argmax(all_nan, 0, device=device)[0] == 0
+    assert dmlgpu.argmax(all_nan, 0, axis_direction="decreasing", device=device)[0] == 4
+
+
+@pytest.mark.parametrize("data_type", FLOATS, ids=lambda t: t.name)
+def test_signed_zero_infinity_subnormal(device, data_type):
+    dtype = data_type.numpy
+    tiny = np.finfo(dtype).smallest_subnormal
+    cases = [  # (values, argmax increasing, argmax decreasing, argmin increasing)
+        ([-0.0, 0.0, -0.0], 0, 2, 0),
+        ([0.0, tiny, -tiny], 1, 1, 2),
+        ([-np.inf, np.inf, -np.inf, np.inf], 1, 3, 0),
+        ([-0.0, -tiny, 0.0], 0, 2, 1),
+    ]
+    for values, first_max, last_max, first_min in cases:
+        x = np.array(values, dtype)
+        assert dmlgpu.argmax(x, 0, device=device)[0] == first_max, values
+        assert dmlgpu.argmax(x, 0, axis_direction="decreasing", device=device)[0] == last_max, values
+        assert dmlgpu.argmin(x, 0, device=device)[0] == first_min, values
+
+
+@pytest.mark.parametrize("data_type", [t for t in DataType if not t.is_float], ids=lambda t: t.name)
+def test_integer_extremes(any_device, data_type):
+    info = np.iinfo(data_type.numpy)
+    x = np.array([1, info.max, info.min, info.max, info.min, 1], data_type.numpy)
+    assert dmlgpu.argmax(x, 0, device=any_device)[0] == 1
+    assert dmlgpu.argmax(x, 0, axis_direction="decreasing", device=any_device)[0] == 3
+    assert dmlgpu.argmin(x, 0, device=any_device)[0] == 2
+    assert dmlgpu.argmin(x, 0, axis_direction="decreasing", device=any_device)[0] == 4
+
+
+@pytest.mark.parametrize("data_type", [DataType.INT64, DataType.UINT64], ids=lambda t: t.name)
+def test_64_bit_beyond_double_precision(any_device, data_type):
+    big = 2**60
+    x = np.array([big, big + 1, big, big + 1, 3], data_type.numpy)
+    assert float(x[0]) == float(x[1])  # a float comparison could not tell them apart
+    assert dmlgpu.argmax(x, 0, device=any_device)[0] == 1
+    assert dmlgpu.argmax(x, 0, axis_direction="decreasing", device=any_device)[0] == 3
+    assert dmlgpu.argmin(x[:4], 0, device=any_device)[0] == 0
+    if data_type is DataType.INT64:
+        y = np.array([-big, -big - 1, 5, -big - 1], np.int64)
+        assert dmlgpu.argmin(y, 0, axis_direction="decreasing", device=any_device)[0] == 3
+
+
+def test_int64_paths_are_the_ones_asked_for(device, device_words):
+    desc = ArgMaxOperatorDesc(TensorDesc("INT64", [4]), axes=[0])
+    assert device_words.compile(desc).plan.int64 is False
+    assert "vec2<u32>" in device_words.compile(desc).source
+    if "shader-int64" in device.runner.adapter.features:
+        assert device.compile(desc).plan.int64 is True
+        assert "u64" in device.compile(desc).source
+
+
+# --- reductions longer than a workgroup's stride, ties straddling it ------------------
+
+
+@pytest.mark.parametrize("n", [255, 256, 257, 1000, 5000])
+@pytest.mark.parametrize("layout", ["row", "column"])
+def test_long_reductions(device, n, layout):
+    winners = [p for p in (3, 255, 256, 511, n - 1) if p < n]
+    row = np.zeros(n, np.float32)
+    row[winners] = 7.0
+    x = row[:, None] if layout == "column" else row[None, :]
+    axis = 0 if layout == "column" else 1
+    assert dmlgpu.argmax(x, axis, device=device).item() == winners[0]
+    assert dmlgpu.argmax(x, axis, axis_direction="decreasing", device=device).item() == winners[-1]
+    flat = np.zeros(n, np.float32)
+    assert dmlgpu.argmin(flat, 0, device=device).item() == 0
+    assert dmlgpu.argmin(flat, 0, axis_direction="decreasing", device=device).item() == n - 1
+
+
+def test_long_multi_axis(device):
+    rng = np.random.default_rng(5)
+    x = tie_values(DataType.INT16, (3, 300, 2, 5), rng, pool_size=2)
+    for direction in ("increasing", "decreasing"):
+        assert_same(*run_both("argmax", x, (1, 3), device, axis_direction=direction))
+        assert_same(*run_both("argmin", x.transpose(2, 0, 3, 1), (0, 1, 3), device, axis_direction=direction))
+
+
+# --- descriptor-level: explicit strides, output strides, GPU-resident chains ----------
+
+
+def test_padded_and_permuted_output_strides(device):
+    rng = np.random.default_rng(11)
+    x = tie_values(DataType.FLOAT32, (4, 5, 6), rng)
+    inp = TensorDesc("FLOAT32", (4, 5, 6), strides=(1, 4 * 6, 4), total_tensor_size_in_bytes=4 * 200)
+    out = TensorDesc("UINT64", (4, 1, 6), strides=(7, 0, 29), total_tensor_size_in_bytes=8 * 180)
+    desc = ArgMinOperatorDesc(inp, out, axes=[1], axis_direction="DECREASING")
+    compiled = device.compile(desc)
+    got = compiled.run(device.upload(x, inp), device.empty(out)).numpy()
+    assert_same(got, oracle.evaluate(desc, x))
+
+
+@pytest.mark.parametrize("data_type", FLOATS, ids=lambda t: t.name)
+def test_hardmax_interleaved_output(device, data_type):
+    """Neighbouring output elements belong to different slices: FLOAT16 halves share a word."""
+    rng = np.random.default_rng(3)
+    x = tie_values(data_type, (5, 3, 4), rng)
+    out = TensorDesc(data_type, (5, 3, 4), strides=(1, 20, 5))  # axis 0 is innermost in memory
+    desc = ActivationHardmax1OperatorDesc(TensorDesc(data_type, (5, 3, 4)), out, axes=[1, 2])
+    got = device.compile(desc).run(device.upload(x)).numpy()
+    assert_same(got, oracle.evaluate(desc, x))
+
+
+def test_broadcast_input_descriptor(device):
+    row = np.array([2, 9, 9, 1], np.uint8)
+    inp = TensorDesc("UINT8", (3, 4), strides=(0, 1))
+    desc = ArgMaxOperatorDesc(inp, TensorDesc("INT32", (3, 1)), axes=[1], axis_direction="decreasing")
+    got = device.compile(desc).run(device.upload(np.broadcast_to(row, (3, 4)), inp)).numpy()
+    assert got.tolist() == [[2], [2], [2]]
+
+
+def test_resident_chain(device):
+    """Upload once, run several operators, read back only at the end."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    t = device.upload(x)
+    hot = dmlgpu.hardmax(t, 1, device=device)
+    idx = dmlgpu.argmax(hot, 1, device=device)  # argmax of a one-hot row is its hot index
+    assert isinstance(idx, dmlgpu.Tensor)
+    assert idx.numpy().ravel().tolist() == np.argmax(x, axis=1).tolist()
+    assert_same(hot.numpy(), oracle.hardmax(x, 1))
+
+
+def test_pipelines_are_reused(device):
+    before = device.runner.pipeline_count
+    for n in (10, 20, 30):
+        dmlgpu.argmax(np.arange(n * 3, dtype=np.int32).reshape(n, 3), 0, device=device)
+    assert device.runner.pipeline_count - before <= 1
+    compiled = device.compile(ArgMaxOperatorDesc(TensorDesc("INT32", (4, 3)), axes=[0]))
+    assert device.compile(ArgMaxOperatorDesc(TensorDesc("INT32", (4, 3)), axes=[0])) is compiled
+
+
+def test_json_descriptor_runs(device):
+    desc = dmlgpu.operator_from_json(
+        '{"Type": "DML_OPERATOR_REDUCE", "Desc": {"Function": "ARGMIN", '
+        '"InputTensor": {"DataType": "FLOAT32", "Sizes": [3, 3]}, '
+        '"OutputTensor": {"DataType": "UINT32", "Sizes": [1, 3]}, "Axes": [0]}}'
+    )
+    assert device.compile(desc)(GRID).tolist() == [[0, 1, 2]]
+
+
+# --- errors never leave the device unusable ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (lambda d: dmlgpu.argmax(GRID, 2, device=d), dmlgpu.DescriptorError),
+        (lambda d: dmlgpu.argmax(GRID.astype(np.float64), 0, device=d), TypeError),
+        (lambda d: dmlgpu.hardmax(GRID.astype(np.int32), 0, device=d), dmlgpu.DescriptorError),
+        (lambda d: dmlgpu.argmax(GRID, 0, output_data_type="float32", device=d), dmlgpu.DescriptorError),
+        (lambda d: d.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", (3, 3)), axes=[0]))(GRID[:2]),
+         dmlgpu.DataError),
+        (lambda d: d.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", (2, 3)), axes=[0])).run(d.upload(GRID)),
+         dmlgpu.DataError),
+    ],
+)
+def test_error_then_valid_call(device, bad, error):
+    with pytest.raises(error):
+        bad(device)
+    assert dmlgpu.argmax(GRID, 0, device=device).tolist() == [[1, 2, 1]]
+
+
+def test_feature_level_3_0_refuses_64_bit_inputs():
+    old = dmlgpu.Device(feature_level="3.0")
+    desc = ArgMaxOperatorDesc(TensorDesc("UINT64", (4,)), axes=[0])
+    with pytest.raises(dmlgpu.DescriptorError, match=r"input_tensor.data_type is UINT64.*feature level 3.0"):
+        old.compile(desc)
+    assert old.compile(ArgMaxOperatorDesc(TensorDesc("UINT32", (4,)), axes=[0]))(np.arange(4, dtype=np.uint32)).item() == 3
+
+
+def test_adapter_choice_by_name(device):
+    with pytest.raises(dmlgpu.AdapterError, match="no adapter's name contains it"):
+        dmlgpu.Device("no-such-adapter-name")
+    same = dmlgpu.Device(device.name[:6])
+    assert same.name == device.name or device.name[:6].lower() in same.name.lower()
