@@ -98,6 +98,15 @@ class CompiledOperator:
         )
         return output
 
+    def gpu_times(self, input: Tensor, output: Tensor, repeats: int = 10) -> np.ndarray:
+        """Seconds each of ``repeats`` runs took on the GPU (timestamp queries), for benchmarks."""
+        _check_layout(input, self.input_desc, "input")
+        _check_layout(output, self.output_desc, "output")
+        return self.device.runner.gpu_times(
+            self._pipeline, self._params, input._buffer, output._buffer, self.plan.grid,
+            clear_dst=self.plan.clears_output, repeats=repeats,
+        )
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Upload a logical array, run, and read the logical result back."""
         source = self.device.upload(x, self.input_desc)

@@ -150,9 +150,8 @@ class Runner:
             tail = bytes(raw[whole:]) + bytes(4 - (len(raw) - whole))
             self.device.queue.write_buffer(buffer, whole, tail)
 
-    def dispatch(self, pipeline, params, src, dst, grid, *, clear_dst: bool = False) -> None:
-        """Run one pipeline over a grid; optionally zero ``dst`` first."""
-        bind_group = self.device.create_bind_group(
+    def _bind(self, params, src, dst):
+        return self.device.create_bind_group(
             layout=self._bind_layout,
             entries=[
                 {"binding": 0, "resource": {"buffer": params}},
@@ -160,15 +159,48 @@ class Runner:
                 {"binding": 2, "resource": {"buffer": dst}},
             ],
         )
-        encoder = self.device.create_command_encoder()
+
+    @staticmethod
+    def _encode(encoder, pipeline, bind_group, grid, dst, clear_dst: bool, timestamp_writes=None) -> None:
         if clear_dst:
             encoder.clear_buffer(dst)
-        compute = encoder.begin_compute_pass()
+        compute = encoder.begin_compute_pass(timestamp_writes=timestamp_writes)
         compute.set_pipeline(pipeline)
         compute.set_bind_group(0, bind_group)
         compute.dispatch_workgroups(*grid)
         compute.end()
+
+    def dispatch(self, pipeline, params, src, dst, grid, *, clear_dst: bool = False) -> None:
+        """Run one pipeline over a grid; optionally zero ``dst`` first."""
+        encoder = self.device.create_command_encoder()
+        self._encode(encoder, pipeline, self._bind(params, src, dst), grid, dst, clear_dst)
         self.device.queue.submit([encoder.finish()])
+
+    def gpu_times(self, pipeline, params, src, dst, grid, *, clear_dst: bool = False, repeats: int = 10) -> np.ndarray:
+        """Seconds each of ``repeats`` back-to-back dispatches took, from timestamp queries.
+
+        A pass's timestamps bracket its dispatch; a clear of ``dst`` is outside them.
+        """
+        if "timestamp-query" not in self.features:
+            raise AdapterError(f"adapter {self.name!r} has no timestamp-query feature")
+        queries = self.device.create_query_set(type="timestamp", count=2 * repeats)
+        resolved = self.storage(16 * repeats)
+        resolved_usage = self.device.create_buffer(
+            size=16 * repeats, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+        )
+        bind_group = self._bind(params, src, dst)
+        encoder = self.device.create_command_encoder()
+        for i in range(repeats):
+            writes = {"query_set": queries, "beginning_of_pass_write_index": 2 * i, "end_of_pass_write_index": 2 * i + 1}
+            self._encode(encoder, pipeline, bind_group, grid, dst, clear_dst, writes)
+        encoder.resolve_query_set(queries, 0, 2 * repeats, resolved_usage, 0)
+        encoder.copy_buffer_to_buffer(resolved_usage, 0, resolved, 0, 16 * repeats)
+        self.device.queue.submit([encoder.finish()])
+        ticks = np.frombuffer(self.read(resolved, 16 * repeats), np.uint64).reshape(repeats, 2)
+        for buffer in (resolved, resolved_usage):
+            buffer.destroy()
+        queries.destroy()
+        return (ticks[:, 1] - ticks[:, 0]).astype(np.float64) * 1e-9  # WebGPU timestamps are nanoseconds
 
     def read(self, buffer, nbytes: int) -> memoryview:
         """The first ``nbytes`` of a buffer (rounded up to 4), once the queue has finished."""

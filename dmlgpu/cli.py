@@ -1,0 +1,116 @@
+"""The ``dmlgpu`` command: ``demo``, ``info`` and ``bench``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from . import oracle
+from .errors import AdapterError
+
+GRID = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
+CUBE = np.array([[[12, 0], [-101, 11]], [[3, 234], [0, -101]]], np.float32)
+
+#: SPEC.md section 5: (operator, input, axes, keyword arguments).
+EXAMPLES = [
+    ("argmax", GRID, (0,), {}),
+    ("argmax", GRID, (1,), {}),
+    ("argmax", GRID, (0, 1), {}),
+    ("argmin", GRID, (0,), {}),
+    ("argmin", GRID, (1,), {}),
+    ("argmin", GRID, (0, 1), {}),
+    ("hardmax", CUBE, (1,), {}),
+    ("hardmax", CUBE, (0,), {}),
+    ("hardmax", CUBE, (0, 2), {}),
+    ("argmax", np.array([3, 2, 1, 2, 3], np.float32), (0,), {"axis_direction": "increasing"}),
+    ("argmax", np.array([3, 2, 1, 2, 3], np.float32), (0,), {"axis_direction": "decreasing"}),
+    ("argmin", np.array([1, 2, 3, 2, 1], np.float32), (0,), {"axis_direction": "increasing"}),
+    ("argmin", np.array([1, 2, 3, 2, 1], np.float32), (0,), {"axis_direction": "decreasing"}),
+]
+
+
+def _compact(a: np.ndarray) -> str:
+    return np.array2string(a, separator=",", max_line_width=200).replace("\n", "").replace(" ", "")
+
+
+def demo(device) -> int:
+    """Run SPEC.md's worked examples; 0 when every one matches the oracle."""
+    import dmlgpu
+
+    print(f"adapter: {device.name} ({device.runner.backend})")
+    failures = 0
+    for op, x, axes, kwargs in EXAMPLES:
+        got = getattr(dmlgpu, op)(x, axes, device=device, **kwargs)
+        want = getattr(oracle, op)(x, axes, **kwargs)
+        match = got.dtype == want.dtype and np.array_equal(got, want)
+        failures += not match
+        options = "".join(f" {v}" for v in kwargs.values())
+        shown = got.astype(int) if op == "hardmax" else got
+        print(f"{op.upper():8} axes={list(axes)}{options}: {_compact(x)} -> {_compact(shown)}  "
+              f"{'matches the oracle' if match else 'MISMATCH, oracle: ' + _compact(want)}")
+    print(f"{len(EXAMPLES) - failures} of {len(EXAMPLES)} examples match")
+    return 1 if failures else 0
+
+
+def info(as_json: bool) -> int:
+    """List every adapter with its limits and features."""
+    from .runner import adapter_summary, adapters
+
+    summaries = [adapter_summary(a) for a in adapters()]
+    if as_json:
+        print(json.dumps(summaries, indent=2))
+        return 0
+    if not summaries:
+        print("no adapters found")
+        return 1
+    keys = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension",
+            "max-compute-invocations-per-workgroup", "max-compute-workgroup-storage-size")
+    for s in summaries:
+        print(f"{s['device']}  [{s['backend']}, {s['type']}]")
+        for k in keys:
+            print(f"  {k}: {s['limits'].get(k)}")
+        print(f"  features: {', '.join(s['features'])}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dmlgpu", description=__doc__)
+    parser.add_argument("--adapter", help="a substring of the adapter's name (default: DMLGPU_ADAPTER, "
+                                          "else the high-performance adapter)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="run SPEC.md's worked examples against the oracle")
+    p_info = sub.add_parser("info", help="list the adapters with their limits and features")
+    p_info.add_argument("--json", action="store_true", help="print JSON")
+    p_bench = sub.add_parser("bench", help="time the operators beside the read ceiling (and torch, if present)")
+    p_bench.add_argument("--quick", action="store_true", help="the short suite (small inputs; for lavapipe)")
+    p_bench.add_argument("--case", action="append", help="run only cases whose name contains this (repeatable)")
+    p_bench.add_argument("--repeats", type=int, default=None, help="timed repetitions per case")
+    p_bench.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    p_bench.add_argument("--plot", metavar="PATH", help="draw GB/s per case as a PNG (needs matplotlib)")
+    p_bench.add_argument("--list-adapters", action="store_true", help="list adapters and exit")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "info" or getattr(args, "list_adapters", False):
+            return info(getattr(args, "json", False) is True)
+        from .device import Device
+
+        device = Device(args.adapter)
+        if args.command == "demo":
+            return demo(device)
+        from . import bench
+
+        return bench.main(device, args)
+    except AdapterError as err:
+        print(f"dmlgpu: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
