@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Idempotent setup: a Vulkan driver (Mesa's lavapipe if none is installed), then .venv with
+# dmlgpu installed editable plus the test extras. Safe to run again; it skips what is done.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# 1. Vulkan: wgpu needs an ICD on Linux; lavapipe (software) runs where there is no GPU.
+pkgs=""
+if [ "$(uname -s)" = Linux ] && ! compgen -G '/usr/share/vulkan/icd.d/*.json' >/dev/null \
+    && ! compgen -G '/etc/vulkan/icd.d/*.json' >/dev/null; then
+  pkgs="$pkgs mesa-vulkan-drivers libvulkan1"
+fi
+# Debian's system python3 needs python3-venv for `python3 -m venv`.
+python3 -c 'import ensurepip' 2>/dev/null || pkgs="$pkgs python3-venv"
+if [ -z "$pkgs" ]; then
+  echo "[setup] system packages: nothing to install (Vulkan ICD present or not Linux)"
+elif command -v apt-get >/dev/null; then
+  echo "[setup] system packages: apt-get install$pkgs"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq update
+  # shellcheck disable=SC2086  # $pkgs is a list of words
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends $pkgs >/dev/null
+else
+  echo "[setup] system packages: no apt-get; install yourself:$pkgs" >&2
+fi
+
+# 2. Virtual environment (recreated if missing or broken, e.g. its python was removed).
+if .venv/bin/python -c '' 2>/dev/null; then
+  echo "[setup] venv: .venv exists"
+else
+  echo "[setup] venv: creating .venv"
+  python3 -m venv --clear .venv
+fi
+
+# 3. Editable install, skipped when pyproject.toml is unchanged since the last successful
+#    install and .venv still holds an editable dmlgpu pointing at this checkout.
+stamp=.venv/.dmlgpu-install-stamp
+want="$(.venv/bin/python -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' pyproject.toml)"
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && .venv/bin/python -I - "$(pwd -P)" <<'EOF' 2>/dev/null
+import importlib.metadata as m, json, pathlib, sys
+d = json.loads(m.distribution("dmlgpu").read_text("direct_url.json") or "{}")
+sys.exit(not (d.get("dir_info", {}).get("editable") and d.get("url") == pathlib.Path(sys.argv[1]).as_uri()))
+EOF
+then
+  echo "[setup] install: up to date (pyproject.toml unchanged)"
+else
+  echo "[setup] install: pip install -e .[test]"
+  rm -f "$stamp"
+  .venv/bin/python -m pip install -q -e ".[test]"
+  echo "$want" >"$stamp"
+fi
