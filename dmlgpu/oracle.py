@@ -1,0 +1,191 @@
+"""The NumPy reference for ARGMAX, ARGMIN and HARDMAX (SPEC.md sections 2-4).
+
+GPU results are held to this module bit for bit. It reads the same descriptors as the
+rest of the library (through ``ArgReduction``) and never imports wgpu.
+
+How a slice is reduced, written with plain comparisons rather than bit tricks:
+
+1. the reduced axes move to the front in ascending order, so each slice is one column
+   of length N and a position in it is the row-major index within the sub-tensor;
+2. the extreme of each slice is taken with NaN left out (``fmax``/``fmin``);
+3. the candidates are the positions equal to it (NaN equals nothing; ``-0.0 == +0.0``);
+   under ``nan_mode="propagate"`` a slice holding a NaN has its NaNs as the candidates
+   instead; a slice with no candidate (all NaN) has every position as one;
+4. the first candidate wins for INCREASING, the last for DECREASING.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence, Union
+
+import numpy as np
+
+from .desc import (
+    ActivationHardmax1OperatorDesc,
+    ArgMaxOperatorDesc,
+    ArgMinOperatorDesc,
+    ArgReduction,
+    TensorDesc,
+    lower,
+)
+from .errors import DataError
+from .types import AxisDirection, DataType, NanMode
+
+Buffer = Union[bytes, bytearray, memoryview, np.ndarray]
+Axes = Union[int, Sequence[int]]
+
+
+def view(desc: TensorDesc, buffer: Buffer) -> np.ndarray:
+    """The logical tensor that ``desc`` describes over ``buffer``, as a read-only view."""
+    raw = _as_bytes(buffer)
+    needed = desc.total_tensor_size_in_bytes
+    if raw.size < needed:
+        raise DataError(
+            f"buffer holds {raw.size} bytes, but the tensor's total_tensor_size_in_bytes is {needed}"
+        )
+    dtype = desc.data_type.numpy
+    elements = raw[: needed // dtype.itemsize * dtype.itemsize].view(dtype)
+    byte_strides = tuple(stride * dtype.itemsize for stride in desc.element_strides)
+    return np.lib.stride_tricks.as_strided(
+        elements, shape=desc.sizes, strides=byte_strides, writeable=False
+    )
+
+
+def _as_bytes(buffer: Buffer) -> np.ndarray:
+    """The bytes of ``buffer`` as a flat uint8 array (copied only if not contiguous)."""
+    if isinstance(buffer, np.ndarray):
+        return np.ascontiguousarray(buffer).reshape(-1).view(np.uint8)
+    if isinstance(buffer, (bytes, bytearray, memoryview)):
+        return np.frombuffer(memoryview(buffer).cast("B"), dtype=np.uint8)
+    raise TypeError(
+        f"buffer must be bytes, bytearray, memoryview or a NumPy array, not {type(buffer).__name__}"
+    )
+
+
+def evaluate(desc, x: np.ndarray, *, nan_mode: Union[str, NanMode] = "ignore") -> np.ndarray:
+    """The logical output of the operator ``desc`` (any descriptor or an ``ArgReduction``) on ``x``."""
+    red = desc if isinstance(desc, ArgReduction) else lower(desc)
+    mode = NanMode.parse(nan_mode, "nan_mode")
+    _check_input(red.input, x)
+    columns, order = _columns(x, red.axes)
+    want_max = red.op in ("argmax", "hardmax")
+    index = _column_index(columns, want_max, red.direction, mode)
+    if red.op == "hardmax":
+        return _one_hot(index, columns, x.shape, order)
+    return index.astype(red.output.data_type.numpy).reshape(red.output.sizes)
+
+
+def _check_input(desc: TensorDesc, x: np.ndarray) -> None:
+    """Raise DataError unless ``x`` has the input's shape and dtype."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"x must be a NumPy array, not {type(x).__name__}")
+    if x.shape != desc.sizes:
+        raise DataError(f"x has shape {x.shape}, but input_tensor.sizes is {list(desc.sizes)}")
+    if x.dtype != desc.data_type.numpy:
+        raise DataError(
+            f"x has dtype {x.dtype.str}, but input_tensor.data_type {desc.data_type.name} "
+            f"needs {desc.data_type.numpy.str}"
+        )
+
+
+def _columns(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, list[int]]:
+    """``x`` as a contiguous (N, slices) array, one slice per column; also the axis order used.
+
+    The reduced axes come first in ascending order, so row ``i`` of a column is the element
+    at row-major index ``i`` of that slice's sub-tensor. Reducing over the leading axis of a
+    contiguous array keeps NumPy fast however short the slices are.
+    """
+    order = list(axes) + [axis for axis in range(x.ndim) if axis not in axes]
+    moved = np.ascontiguousarray(x.transpose(order))
+    return moved.reshape(math.prod(x.shape[a] for a in axes), -1), order
+
+
+def _column_index(
+    columns: np.ndarray, want_max: bool, direction: AxisDirection, mode: NanMode
+) -> np.ndarray:
+    """The winning position in each column of ``columns`` (int64, one per column)."""
+    candidates = _candidates(columns, want_max, mode)
+    if direction is AxisDirection.INCREASING:
+        return np.argmax(candidates, axis=0)
+    return columns.shape[0] - 1 - np.argmax(candidates[::-1], axis=0)
+
+
+def _candidates(columns: np.ndarray, want_max: bool, mode: NanMode) -> np.ndarray:
+    """Boolean mask of the positions tied for the extreme of each column, per SPEC.md section 2."""
+    reduce = np.fmax if want_max else np.fmin  # both leave NaN out unless a column is all NaN
+    extreme = reduce.reduce(columns, axis=0, keepdims=True)
+    candidates = columns == extreme  # NaN equals nothing, so it is never a candidate here
+    if mode is NanMode.PROPAGATE and columns.dtype.kind == "f":
+        nan = np.isnan(columns)
+        candidates = np.where(nan.any(axis=0, keepdims=True), nan, candidates)
+    # An all-NaN slice has no candidate under "ignore": all its positions tie (SPEC.md 2).
+    return candidates | ~candidates.any(axis=0, keepdims=True)
+
+
+def _one_hot(
+    index: np.ndarray, columns: np.ndarray, shape: tuple[int, ...], order: list[int]
+) -> np.ndarray:
+    """HARDMAX's output of ``shape``: 1 at ``index`` of each column, 0 elsewhere, axes put back."""
+    hot = np.zeros(columns.shape, columns.dtype)
+    hot[index, np.arange(index.size)] = 1
+    moved = hot.reshape([shape[a] for a in order])
+    return np.ascontiguousarray(moved.transpose(np.argsort(order)))
+
+
+def argmax(
+    x: np.ndarray,
+    axes: Axes,
+    *,
+    axis_direction: Union[str, AxisDirection] = "increasing",
+    output_data_type: Union[str, DataType] = "uint32",
+    nan_mode: Union[str, NanMode] = "ignore",
+) -> np.ndarray:
+    """ARGMAX of ``x`` over ``axes``; the result keeps the rank, reduced axes of size 1."""
+    return _index_op(ArgMaxOperatorDesc, x, axes, axis_direction, output_data_type, nan_mode)
+
+
+def argmin(
+    x: np.ndarray,
+    axes: Axes,
+    *,
+    axis_direction: Union[str, AxisDirection] = "increasing",
+    output_data_type: Union[str, DataType] = "uint32",
+    nan_mode: Union[str, NanMode] = "ignore",
+) -> np.ndarray:
+    """ARGMIN of ``x`` over ``axes``; the result keeps the rank, reduced axes of size 1."""
+    return _index_op(ArgMinOperatorDesc, x, axes, axis_direction, output_data_type, nan_mode)
+
+
+def hardmax(x: np.ndarray, axes: Axes, *, nan_mode: Union[str, NanMode] = "ignore") -> np.ndarray:
+    """HARDMAX1 of ``x`` over ``axes``: 1 at the first maximum of each slice, 0 elsewhere."""
+    x, inp = _input_of(x)
+    desc = ActivationHardmax1OperatorDesc(inp, None, _axes_tuple(axes))
+    return evaluate(desc, x, nan_mode=nan_mode)
+
+
+def _index_op(cls, x, axes, axis_direction, output_data_type, nan_mode) -> np.ndarray:
+    """Build an ARGMAX/ARGMIN descriptor for ``x`` (output type as asked) and evaluate it."""
+    x, inp = _input_of(x)
+    desc = cls(inp, None, _axes_tuple(axes), axis_direction)
+    out = TensorDesc(output_data_type, desc.output_tensor.sizes)
+    desc = dataclasses.replace(desc, output_tensor=out)
+    return evaluate(desc, x, nan_mode=nan_mode)
+
+
+def _input_of(x: np.ndarray) -> tuple[np.ndarray, TensorDesc]:
+    """``x`` in its little-endian dtype, and the packed TensorDesc that describes it."""
+    x = np.asarray(x)
+    data_type = DataType.from_numpy(x.dtype, "x.dtype")
+    return x.astype(data_type.numpy, copy=False), TensorDesc(data_type, x.shape)
+
+
+def _axes_tuple(axes: Axes) -> Sequence[int]:
+    """A single axis as a one-element tuple; sequences pass through for the descriptor to check."""
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        return (int(axes),)
+    return axes
+
+
+__all__ = ["view", "evaluate", "argmax", "argmin", "hardmax"]
