@@ -31,37 +31,10 @@ from .desc import (
     lower,
 )
 from .errors import DataError
+from .layout import view  # noqa: F401  (re-exported: the oracle reads buffers the same way)
 from .types import AxisDirection, DataType, NanMode
 
-Buffer = Union[bytes, bytearray, memoryview, np.ndarray]
 Axes = Union[int, Sequence[int]]
-
-
-def view(desc: TensorDesc, buffer: Buffer) -> np.ndarray:
-    """The logical tensor that ``desc`` describes over ``buffer``, as a read-only view."""
-    raw = _as_bytes(buffer)
-    needed = desc.total_tensor_size_in_bytes
-    if raw.size < needed:
-        raise DataError(
-            f"buffer holds {raw.size} bytes, but the tensor's total_tensor_size_in_bytes is {needed}"
-        )
-    dtype = desc.data_type.numpy
-    elements = raw[: needed // dtype.itemsize * dtype.itemsize].view(dtype)
-    byte_strides = tuple(stride * dtype.itemsize for stride in desc.element_strides)
-    return np.lib.stride_tricks.as_strided(
-        elements, shape=desc.sizes, strides=byte_strides, writeable=False
-    )
-
-
-def _as_bytes(buffer: Buffer) -> np.ndarray:
-    """The bytes of ``buffer`` as a flat uint8 array (copied only if not contiguous)."""
-    if isinstance(buffer, np.ndarray):
-        return np.ascontiguousarray(buffer).reshape(-1).view(np.uint8)
-    if isinstance(buffer, (bytes, bytearray, memoryview)):
-        return np.frombuffer(memoryview(buffer).cast("B"), dtype=np.uint8)
-    raise TypeError(
-        f"buffer must be bytes, bytearray, memoryview or a NumPy array, not {type(buffer).__name__}"
-    )
 
 
 def evaluate(desc, x: np.ndarray, *, nan_mode: Union[str, NanMode] = "ignore") -> np.ndarray:
