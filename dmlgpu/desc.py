@@ -82,6 +82,12 @@ def _int_tuple(value, field: str) -> tuple[int, ...]:
     return tuple(int(item) for item in items)
 
 
+def _int_scalar(value, field: str) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{field} must be an integer, not {type(value).__name__} ({value!r})")
+    return int(value)
+
+
 def _set(obj, name, value):
     object.__setattr__(obj, name, value)
 
@@ -128,7 +134,7 @@ class TensorDesc:
         if self.total_tensor_size_in_bytes is None:
             _set(self, "total_tensor_size_in_bytes", needed)
         else:
-            total = int(self.total_tensor_size_in_bytes)
+            total = _int_scalar(self.total_tensor_size_in_bytes, "total_tensor_size_in_bytes")
             _set(self, "total_tensor_size_in_bytes", total)
             if total < needed:
                 raise DescriptorError(
@@ -139,7 +145,7 @@ class TensorDesc:
                 raise DescriptorError(
                     f"total_tensor_size_in_bytes is {total}, but it must be a multiple of 4"
                 )
-        align = int(self.guaranteed_base_offset_alignment)
+        align = _int_scalar(self.guaranteed_base_offset_alignment, "guaranteed_base_offset_alignment")
         _set(self, "guaranteed_base_offset_alignment", align)
         if align != 0 and (align & (align - 1) or align < self.data_type.size):
             raise DescriptorError(
@@ -173,7 +179,7 @@ class TensorDesc:
 
     @classmethod
     def from_json(cls, obj: dict) -> "TensorDesc":
-        _check_keys(obj, _TENSOR_KEYS, "TensorDesc")
+        _check_keys(obj, _TENSOR_KEYS, "TensorDesc", ("DataType", "Sizes"))
         sizes = obj["Sizes"]
         if "DimensionCount" in obj and obj["DimensionCount"] != len(sizes):
             raise DescriptorError(
@@ -195,12 +201,15 @@ _TENSOR_KEYS = {
 }
 
 
-def _check_keys(obj: dict, allowed: set, what: str) -> None:
+def _check_keys(obj: dict, allowed: set, what: str, required: tuple = ()) -> None:
     if not isinstance(obj, dict):
         raise TypeError(f"{what} JSON must be an object, not {type(obj).__name__}")
     unknown = sorted(set(obj) - allowed)
     if unknown:
         raise DescriptorError(f"{what} has unknown field(s) {unknown}; known: {sorted(allowed)}")
+    missing = [key for key in required if key not in obj]
+    if missing:
+        raise DescriptorError(f"{what} is missing field(s) {missing}; required: {list(required)}")
 
 
 def _tensor(value, field: str) -> TensorDesc:
@@ -325,7 +334,10 @@ class _IndexOperatorDesc:
 
     @classmethod
     def _from_json_desc(cls, d: dict):
-        _check_keys(d, {"InputTensor", "OutputTensor", "AxisCount", "Axes", "AxisDirection"}, cls._type_name)
+        _check_keys(
+            d, {"InputTensor", "OutputTensor", "AxisCount", "Axes", "AxisDirection"}, cls._type_name,
+            ("InputTensor", "Axes"),
+        )
         _check_axis_count(d)
         return cls(
             input_tensor=_tensor_from_json(d, "InputTensor"),
@@ -444,7 +456,9 @@ class ActivationHardmax1OperatorDesc:
 
     @classmethod
     def _from_json_desc(cls, d: dict):
-        _check_keys(d, {"InputTensor", "OutputTensor", "AxisCount", "Axes"}, "ACTIVATION_HARDMAX1")
+        _check_keys(
+            d, {"InputTensor", "OutputTensor", "AxisCount", "Axes"}, "ACTIVATION_HARDMAX1", ("InputTensor", "Axes")
+        )
         _check_axis_count(d)
         return cls(_tensor_from_json(d, "InputTensor"), _tensor_from_json(d, "OutputTensor"), d["Axes"])
 
@@ -477,7 +491,7 @@ class ActivationHardmaxOperatorDesc:
 
     @classmethod
     def _from_json_desc(cls, d: dict):
-        _check_keys(d, {"InputTensor", "OutputTensor"}, "ACTIVATION_HARDMAX")
+        _check_keys(d, {"InputTensor", "OutputTensor"}, "ACTIVATION_HARDMAX", ("InputTensor",))
         return cls(_tensor_from_json(d, "InputTensor"), _tensor_from_json(d, "OutputTensor"))
 
 
@@ -525,7 +539,10 @@ class ReduceOperatorDesc:
 
     @classmethod
     def _from_json_desc(cls, d: dict):
-        _check_keys(d, {"Function", "InputTensor", "OutputTensor", "AxisCount", "Axes"}, "REDUCE")
+        _check_keys(
+            d, {"Function", "InputTensor", "OutputTensor", "AxisCount", "Axes"}, "REDUCE",
+            ("Function", "InputTensor", "Axes"),
+        )
         _check_axis_count(d)
         return cls(d["Function"], _tensor_from_json(d, "InputTensor"), _tensor_from_json(d, "OutputTensor"), d["Axes"])
 
@@ -552,7 +569,7 @@ def operator_from_json(obj) -> OperatorDesc:
     """
     if isinstance(obj, (str, bytes)):
         obj = json.loads(obj)
-    _check_keys(obj, {"Type", "Desc"}, "operator")
+    _check_keys(obj, {"Type", "Desc"}, "operator", ("Type", "Desc"))
     kind = str(obj["Type"]).upper().removeprefix("DML_OPERATOR_")
     if kind not in _BY_TYPE:
         raise DescriptorError(f"Type is {obj['Type']!r}, but it must be one of {', '.join(_BY_TYPE)}")
