@@ -13,10 +13,10 @@ import numpy as np
 from . import layout
 from .desc import TensorDesc, lower
 from .errors import DataError
-from .plan import Plan, plan
+from .plan import Plan, Tuning, plan
 from .runner import Runner, adapter_summary
 from .types import FeatureLevel, NanMode
-from .wgsl import params_words, shader_source
+from .wgsl import params_words, shader_sources
 
 
 class Tensor:
@@ -80,10 +80,24 @@ class CompiledOperator:
         reduction = lower(desc)
         self.input_desc: TensorDesc = reduction.input
         self.output_desc: TensorDesc = reduction.output
-        self.plan: Plan = plan(reduction, device.runner.capabilities, self.nan_mode)
-        self.source = shader_source(self.plan)
-        self._pipeline = device.runner.pipeline(self.source)
-        self._params = device.runner.uniform(params_words(self.plan))
+        runner = device.runner
+        self.plan: Plan = plan(reduction, runner.capabilities, self.nan_mode, device.tuning)
+        self.sources = shader_sources(self.plan)
+        grids = [self.plan.grid, self.plan.merge_grid][: len(self.sources)]
+        self._passes = [
+            (runner.pipeline(source), runner.uniform(params_words(self.plan, grid)), grid)
+            for source, grid in zip(self.sources, grids)
+        ]
+        self._scratch = runner.storage(self.plan.partial_bytes) if self.plan.partial_bytes else None
+
+    def _steps(self, input: Tensor, output: Tensor) -> list:
+        """The passes with their buffers: through the scratch pairs when the plan splits."""
+        buffers = [input._buffer, self._scratch, output._buffer] if self._scratch else [input._buffer, output._buffer]
+        return [(pipeline, params, buffers[i], buffers[i + 1], grid)
+                for i, (pipeline, params, grid) in enumerate(self._passes)]
+
+    def _clear(self, output: Tensor):
+        return output._buffer if self.plan.clears_output else None
 
     def run(self, input: Tensor, output: Tensor | None = None) -> Tensor:
         """Dispatch on GPU-resident tensors; returns the output tensor (new if not given)."""
@@ -92,20 +106,14 @@ class CompiledOperator:
             output = self.device.empty(self.output_desc)
         else:
             _check_layout(output, self.output_desc, "output")
-        self.device.runner.dispatch(
-            self._pipeline, self._params, input._buffer, output._buffer, self.plan.grid,
-            clear_dst=self.plan.clears_output,
-        )
+        self.device.runner.dispatch(self._steps(input, output), clear=self._clear(output))
         return output
 
     def gpu_times(self, input: Tensor, output: Tensor, repeats: int = 10) -> np.ndarray:
         """Seconds each of ``repeats`` runs took on the GPU (timestamp queries), for benchmarks."""
         _check_layout(input, self.input_desc, "input")
         _check_layout(output, self.output_desc, "output")
-        return self.device.runner.gpu_times(
-            self._pipeline, self._params, input._buffer, output._buffer, self.plan.grid,
-            clear_dst=self.plan.clears_output, repeats=repeats,
-        )
+        return self.device.runner.gpu_times(self._steps(input, output), clear=self._clear(output), repeats=repeats)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Upload a logical array, run, and read the logical result back."""
@@ -121,11 +129,14 @@ class CompiledOperator:
 class Device:
     """One adapter opened for these operators (DirectML's IDMLDevice)."""
 
-    def __init__(self, adapter: str | None = None, *, feature_level="4.1", int64: bool | None = None):
+    def __init__(self, adapter: str | None = None, *, feature_level="4.1", int64: bool | None = None,
+                 tuning: Tuning = Tuning()):
         """``adapter``: a substring of the adapter's name (default: ``DMLGPU_ADAPTER``, else
         the high-performance adapter). ``int64=False`` forces the 32-bit-word path for
-        64-bit inputs even where the adapter has ``shader-int64``."""
+        64-bit inputs even where the adapter has ``shader-int64``. ``tuning`` changes the
+        planner's thresholds (the tests use it to reach every kernel on small inputs)."""
         self.feature_level = FeatureLevel.parse(feature_level, "feature_level")
+        self.tuning = tuning
         self.runner = Runner(adapter, int64=int64)
         self._compiled: dict = {}
 

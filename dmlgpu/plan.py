@@ -16,8 +16,21 @@ from .types import AxisDirection, DataType, NanMode
 
 #: Largest rank the kernels address after simplification (DirectML's limit).
 MAX_DIMS = 8
-#: Threads per workgroup of the workgroup-per-output kernel.
-WORKGROUP_SIZE = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Tuning:
+    """The planner's thresholds. Tests shrink them to reach every path on small inputs."""
+
+    workgroup_size: int = 256
+    #: Reductions at least this long over contiguous elements get a workgroup each.
+    long_row: int = 128
+    #: Split reductions until this many workgroups (workgroup kernel) or threads (thread
+    #: kernel) are in flight, but not into chunks shorter than the minimum.
+    target_workgroups: int = 1024
+    min_chunk_workgroup: int = 8192
+    target_threads: int = 2**18
+    min_chunk_thread: int = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,19 +59,27 @@ class Dim:
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """Everything the code generator and the runner need, and nothing they must work out."""
+    """Everything the code generator and the runner need, and nothing they must work out.
 
-    kernel: str  # the template in shaders/, e.g. "reduce_workgroup"
+    A plan has one pass, or two when ``split > 1``: the first reduces ``split`` chunks of
+    each output's elements to partial (key, index) pairs, the second merges them.
+    """
+
+    kernel: str  # the first pass's template: "reduce_workgroup" or "reduce_thread"
+    loader: str  # how elements are read: "load_packed", "load_quads" or "load_pairs"
     op: str  # "argmax", "argmin" or "hardmax"
     input_type: DataType
     output_type: DataType
     increasing: bool
     nan_mode: NanMode
     int64: bool  # 64-bit keys as native u64 (True) or as two u32 words (False)
-    kept: tuple[Dim, ...]  # dimensions that index outputs, row-major
+    kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
-    grid: tuple[int, int, int]
+    split: int  # chunks per output
+    chunk: int  # reduced elements per chunk
+    grid: tuple[int, int, int]  # the first pass's
+    merge_grid: tuple[int, int, int] | None  # the second pass's, when split > 1
 
     @property
     def output_count(self) -> int:
@@ -72,6 +93,11 @@ class Plan:
     def clears_output(self) -> bool:
         """HARDMAX zeroes its output, then writes a 1 per slice."""
         return self.op == "hardmax"
+
+    @property
+    def partial_bytes(self) -> int:
+        """Scratch for the first pass's pairs (16 bytes each); 0 with one pass."""
+        return 16 * self.output_count * self.split if self.split > 1 else 0
 
 
 def merge_dims(dims: list[Dim]) -> tuple[Dim, ...]:
@@ -109,6 +135,9 @@ def simplify(red: ArgReduction) -> tuple[tuple[Dim, ...], tuple[Dim, ...]]:
             reduced.append(Dim(size, in_strides[axis], out_strides[axis] if hardmax else 0))
         else:
             kept.append(Dim(size, in_strides[axis], out_strides[axis]))
+    # Outputs may be visited in any order: put the smallest input stride innermost, so
+    # neighbouring work items read neighbouring addresses, then merge what lines up.
+    kept.sort(key=lambda d: (d.in_stride, d.out_stride), reverse=True)
     return merge_dims(kept), merge_dims(reduced)
 
 
@@ -133,14 +162,49 @@ def check_fits(red: ArgReduction, caps: Capabilities) -> None:
             )
 
 
-def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE) -> Plan:
+def elements_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...]) -> int:
+    """Elements in a 16-byte load when every row is contiguous and 16-byte aligned, else 0."""
+    size = red.input.data_type.size
+    if size > 4 or len(reduced) != 1 or reduced[0].in_stride != 1:
+        return 0
+    per_quad = 16 // size
+    return per_quad if all(d.in_stride % per_quad == 0 for d in kept) else 0
+
+
+def _split(count: int, outputs: int, target: int, min_chunk: int, align: int) -> tuple[int, int]:
+    """(chunks, chunk length): enough work items for ``target``, chunks of at least ``min_chunk``."""
+    chunks = max(1, min(math.ceil(target / outputs), count // min_chunk))
+    chunk = math.ceil(count / chunks)
+    chunk = math.ceil(chunk / align) * align if align else chunk
+    return math.ceil(count / chunk), chunk
+
+
+def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning: Tuning = Tuning()) -> Plan:
     """The plan for one reduction on one adapter."""
     nan_mode = NanMode.parse(nan_mode, "nan_mode")
     check_fits(red, caps)
     kept, reduced = simplify(red)
-    output_count = math.prod(d.size for d in kept)
+    outputs = math.prod(d.size for d in kept)
+    count = math.prod(d.size for d in reduced)
+    per_quad = elements_per_quad(red, reduced, kept)
+    wg = tuning.workgroup_size
+    long_rows = bool(reduced) and reduced[-1].in_stride == 1 and count >= tuning.long_row
+    if long_rows:
+        kernel = "reduce_workgroup"
+        split, chunk = _split(count, outputs, tuning.target_workgroups, tuning.min_chunk_workgroup, per_quad)
+        groups = outputs * split
+    else:
+        kernel = "reduce_thread"
+        split, chunk = _split(count, outputs, tuning.target_threads, tuning.min_chunk_thread, per_quad)
+        groups = math.ceil(outputs * split / wg)
+    if red.input.data_type.size == 8:
+        loader = "load_pairs"
+    else:
+        loader = "load_quads" if per_quad else "load_packed"
+    max_dim = caps.max_workgroups_per_dim
     return Plan(
-        kernel="reduce_workgroup",
+        kernel=kernel,
+        loader=loader,
         op=red.op,
         input_type=red.input.data_type,
         output_type=red.output.data_type,
@@ -149,6 +213,9 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE) -> Plan
         int64=caps.shader_int64,
         kept=kept,
         reduced=reduced,
-        workgroup_size=WORKGROUP_SIZE,
-        grid=grid_for(output_count, caps.max_workgroups_per_dim),
+        workgroup_size=wg,
+        split=split,
+        chunk=chunk,
+        grid=grid_for(groups, max_dim),
+        merge_grid=grid_for(math.ceil(outputs / wg), max_dim) if split > 1 else None,
     )

@@ -128,8 +128,12 @@ class Runner:
         return len(self._pipelines)
 
     def storage(self, nbytes: int, data=None):
-        """A storage buffer of at least ``nbytes`` (rounded up to 4), optionally filled."""
-        size = max(4, (nbytes + 3) & ~3)
+        """A storage buffer of at least ``nbytes``, optionally filled.
+
+        Sizes round up to 16 bytes so that a shader reading 16-byte quads never meets a
+        partial one at the end (robust access would clamp it to other data).
+        """
+        size = max(16, (nbytes + 15) & ~15)
         buffer = self.device.create_buffer(size=size, usage=_STORAGE)
         if data is not None:
             self.write(buffer, data)
@@ -160,44 +164,55 @@ class Runner:
             ],
         )
 
-    @staticmethod
-    def _encode(encoder, pipeline, bind_group, grid, dst, clear_dst: bool, timestamp_writes=None) -> None:
-        if clear_dst:
-            encoder.clear_buffer(dst)
-        compute = encoder.begin_compute_pass(timestamp_writes=timestamp_writes)
-        compute.set_pipeline(pipeline)
-        compute.set_bind_group(0, bind_group)
-        compute.dispatch_workgroups(*grid)
-        compute.end()
+    def _encode(self, encoder, steps, clear, timestamps=None) -> None:
+        """Record the steps (pipeline, params, src, dst, grid), ``clear`` zeroed first.
 
-    def dispatch(self, pipeline, params, src, dst, grid, *, clear_dst: bool = False) -> None:
-        """Run one pipeline over a grid; optionally zero ``dst`` first."""
+        ``timestamps`` = (query set, first index): the first pass writes the begin time
+        and the last pass the end time.
+        """
+        if clear is not None:
+            encoder.clear_buffer(clear)
+        for i, (pipeline, params, src, dst, grid) in enumerate(steps):
+            writes = None
+            if timestamps is not None:
+                queries, first = timestamps
+                writes = {"query_set": queries}
+                if i == 0:
+                    writes["beginning_of_pass_write_index"] = first
+                if i == len(steps) - 1:
+                    writes["end_of_pass_write_index"] = first + 1
+            compute = encoder.begin_compute_pass(timestamp_writes=writes)
+            compute.set_pipeline(pipeline)
+            compute.set_bind_group(0, self._bind(params, src, dst))
+            compute.dispatch_workgroups(*grid)
+            compute.end()
+
+    def dispatch(self, steps, *, clear=None) -> None:
+        """Run the steps (pipeline, params, src, dst, grid) in order; zero ``clear`` first."""
         encoder = self.device.create_command_encoder()
-        self._encode(encoder, pipeline, self._bind(params, src, dst), grid, dst, clear_dst)
+        self._encode(encoder, steps, clear)
         self.device.queue.submit([encoder.finish()])
 
-    def gpu_times(self, pipeline, params, src, dst, grid, *, clear_dst: bool = False, repeats: int = 10) -> np.ndarray:
-        """Seconds each of ``repeats`` back-to-back dispatches took, from timestamp queries.
+    def gpu_times(self, steps, *, clear=None, repeats: int = 10) -> np.ndarray:
+        """Seconds each of ``repeats`` back-to-back runs of the steps took, from timestamp queries.
 
-        A pass's timestamps bracket its dispatch; a clear of ``dst`` is outside them.
+        The timestamps bracket the passes; a clear of the output is outside them.
         """
         if "timestamp-query" not in self.features:
             raise AdapterError(f"adapter {self.name!r} has no timestamp-query feature")
         queries = self.device.create_query_set(type="timestamp", count=2 * repeats)
         resolved = self.storage(16 * repeats)
-        resolved_usage = self.device.create_buffer(
+        resolve_target = self.device.create_buffer(
             size=16 * repeats, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
         )
-        bind_group = self._bind(params, src, dst)
         encoder = self.device.create_command_encoder()
         for i in range(repeats):
-            writes = {"query_set": queries, "beginning_of_pass_write_index": 2 * i, "end_of_pass_write_index": 2 * i + 1}
-            self._encode(encoder, pipeline, bind_group, grid, dst, clear_dst, writes)
-        encoder.resolve_query_set(queries, 0, 2 * repeats, resolved_usage, 0)
-        encoder.copy_buffer_to_buffer(resolved_usage, 0, resolved, 0, 16 * repeats)
+            self._encode(encoder, steps, clear, (queries, 2 * i))
+        encoder.resolve_query_set(queries, 0, 2 * repeats, resolve_target, 0)
+        encoder.copy_buffer_to_buffer(resolve_target, 0, resolved, 0, 16 * repeats)
         self.device.queue.submit([encoder.finish()])
         ticks = np.frombuffer(self.read(resolved, 16 * repeats), np.uint64).reshape(repeats, 2)
-        for buffer in (resolved, resolved_usage):
+        for buffer in (resolved, resolve_target):
             buffer.destroy()
         queries.destroy()
         return (ticks[:, 1] - ticks[:, 0]).astype(np.float64) * 1e-9  # WebGPU timestamps are nanoseconds

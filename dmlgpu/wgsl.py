@@ -1,9 +1,9 @@
 """WGSL text for a plan: constants from the plan, then the template files in shaders/.
 
 A shader is a list of ``const`` declarations followed by readable .wgsl files:
-``common`` (parameters, addressing, the tie rule), a loader, a key module (how an
-element becomes an order-preserving key), a store module (what is written) and the
-kernel. Templates receive finished values only; every decision was made by the planner.
+``common`` (parameters, addressing, the tie rule), a key module (how an element's bits
+become an order-preserving key), a loader (how elements are read), a store module
+(what is written) and the kernel. Templates receive finished values only; every decision was made by the planner.
 Also packs the uniform parameters whose layout ``common.wgsl`` declares.
 """
 
@@ -36,31 +36,32 @@ def _literal(value) -> str:
     return f"{value:#x}u" if value > 9 else f"{value}u"
 
 
-def _key_parts(plan: Plan) -> tuple[list[str], dict]:
-    """The loader and key modules for the input type, and the constants they read."""
+def _key_part(plan: Plan) -> tuple[str, dict]:
+    """The key module for the input type, and the constants it and the loader read."""
     t = plan.input_type
     consts = {"MINIMIZE": plan.op == "argmin"}
     if t.size == 8:
         consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
-        return ["key_int64_native" if plan.int64 else "key_int64_words"], consts
+        return ("key_int64_native" if plan.int64 else "key_int64_words"), consts
     consts["BITS"] = t.size * 8
     if t.is_float:
         sign, magnitude, inf = _FLOAT_BITS[t]
         consts.update(F_SIGN=sign, F_ABS=magnitude, F_INF=inf, NAN_PROPAGATE=plan.nan_mode is NanMode.PROPAGATE)
-        return ["load_packed", "key_float"], consts
+        return "key_float", consts
     consts["SIGN_FLIP"] = 1 << (t.size * 8 - 1) if t in _SIGNED else 0
-    return ["load_packed", "key_int"], consts
+    return "key_int", consts
 
 
 def _store_part(plan: Plan) -> str:
+    """The module that writes the operator's result."""
     if plan.op == "hardmax":
         return "store_one_f16" if plan.output_type is DataType.FLOAT16 else "store_one_f32"
     return "store_index64" if plan.output_type.size == 8 else "store_index32"
 
 
-def shader_source(plan: Plan) -> str:
-    """The complete WGSL of a plan. Equal plans (up to shape) give equal text."""
-    key_parts, consts = _key_parts(plan)
+def shader_sources(plan: Plan) -> list[str]:
+    """The WGSL of each pass of a plan. Plans that differ only in sizes give equal text."""
+    key, consts = _key_part(plan)
     consts = {
         "WG": plan.workgroup_size,
         "KEPT_RANK": len(plan.kept),
@@ -69,18 +70,22 @@ def shader_source(plan: Plan) -> str:
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
-    parts = ["common", *key_parts, _store_part(plan), plan.kernel]
-    return header + "\n\n" + "\n".join(template(p) for p in parts)
+    first_store = "store_partial" if plan.split > 1 else _store_part(plan)
+    passes = [["common", key, plan.loader, "fold", first_store, plan.kernel]]
+    if plan.split > 1:
+        passes.append(["common", key, "load_partials", _store_part(plan), "merge_partials"])
+    return [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
 
 
-def params_words(plan: Plan) -> np.ndarray:
-    """The uniform ``Params`` of ``common.wgsl`` as 32-bit words."""
-    gx, gy, _ = plan.grid
-    words = np.zeros(4 + 6 * MAX_DIMS, dtype=np.uint32)
-    words[:4] = (plan.output_count, plan.reduced_count, gx, gx * gy)
+def params_words(plan: Plan, grid: tuple[int, int, int]) -> np.ndarray:
+    """The uniform ``Params`` of ``common.wgsl`` as 32-bit words, for a pass run on ``grid``."""
+    gx, gy, _ = grid
+    words = np.zeros(8 + 6 * MAX_DIMS, dtype=np.uint32)
+    words[:8] = (plan.output_count, plan.reduced_count, gx, gx * gy,
+                 plan.split, plan.chunk, plan.output_count * plan.split, 0)
 
     def put(slot: int, values) -> None:
-        start = 4 + slot * MAX_DIMS
+        start = 8 + slot * MAX_DIMS
         words[start:start + len(values)] = values
 
     put(0, [d.size for d in plan.kept])

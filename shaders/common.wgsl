@@ -1,9 +1,11 @@
-// Shared by every kernel: the parameters, the input binding, addressing and the merge rule.
-// Constants from the plan: WG, KEPT_RANK, RED_RANK, INCREASING.
+// Shared by every kernel: the parameters, addressing, and the (key, index) merge with its tie rule.
+// Constants from the plan: KEPT_RANK, RED_RANK, INCREASING.
 
 struct Params {
     // output count, reduced count, grid width, grid width * height
     counts: vec4<u32>,
+    // split (chunks per output), elements per chunk, work items (outputs * split), unused
+    split: vec4<u32>,
     kept_size: array<vec4<u32>, 2>,
     kept_in: array<vec4<u32>, 2>,
     kept_out: array<vec4<u32>, 2>,
@@ -13,10 +15,15 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> src: array<u32>;
 
-// The linear output index of a workgroup on a 3-D grid.
-fn output_index(wid: vec3<u32>) -> u32 {
+// A candidate: its order-preserving key and its index within the reduced sub-tensor.
+struct Pair {
+    key: Key,
+    index: u32,
+}
+
+// The linear index of a workgroup on a 3-D grid.
+fn workgroup_index(wid: vec3<u32>) -> u32 {
     return wid.z * params.counts.w + wid.y * params.counts.z + wid.x;
 }
 
@@ -26,7 +33,7 @@ fn kept_offsets(o: u32) -> vec2<u32> {
     var offsets = vec2<u32>(0u, 0u);
     for (var d = i32(KEPT_RANK) - 1; d >= 0; d--) {
         let size = params.kept_size[d / 4][d % 4];
-        let c = rest % size;
+        let c = select(rest % size, rest, d == 0);
         rest = rest / size;
         offsets += c * vec2<u32>(params.kept_in[d / 4][d % 4], params.kept_out[d / 4][d % 4]);
     }
@@ -34,26 +41,37 @@ fn kept_offsets(o: u32) -> vec2<u32> {
 }
 
 // Input and output element offsets of reduced index `r` (row-major, ascending axes).
+// The outermost dimension needs no division, so one reduced dimension costs a multiply.
 fn reduced_offsets(r: u32) -> vec2<u32> {
     var rest = r;
     var offsets = vec2<u32>(0u, 0u);
-    for (var d = i32(RED_RANK) - 1; d >= 0; d--) {
+    for (var d = i32(RED_RANK) - 1; d >= 1; d--) {
         let size = params.red_size[d / 4][d % 4];
-        let c = rest % size;
+        offsets += (rest % size) * vec2<u32>(params.red_in[d / 4][d % 4], params.red_out[d / 4][d % 4]);
         rest = rest / size;
-        offsets += c * vec2<u32>(params.red_in[d / 4][d % 4], params.red_out[d / 4][d % 4]);
+    }
+    if (RED_RANK > 0u) {
+        offsets += rest * vec2<u32>(params.red_in[0][0], params.red_out[0][0]);
     }
     return offsets;
 }
 
-// The tie rule, applied at every merge: does (ka, ia) beat (kb, ib)?
-// Keys are ordered so that the wanted extreme is the largest (see the key_*.wgsl files).
-fn better(ka: Key, ia: u32, kb: Key, ib: u32) -> bool {
-    if (key_gt(ka, kb)) {
+// The tie rule, applied at every merge: the larger key wins; on equal keys the smaller
+// index (INCREASING) or the larger (DECREASING). Keys are ordered so that the wanted
+// extreme is the largest (see the key_*.wgsl files).
+fn better(a: Pair, b: Pair) -> bool {
+    if (key_gt(a.key, b.key)) {
         return true;
     }
-    if (key_gt(kb, ka)) {
+    if (key_gt(b.key, a.key)) {
         return false;
     }
-    return select(ia > ib, ia < ib, INCREASING);
+    return select(a.index > b.index, a.index < b.index, INCREASING);
+}
+
+fn merge(a: Pair, b: Pair) -> Pair {
+    if (better(a, b)) {
+        return a;
+    }
+    return b;
 }

@@ -10,8 +10,7 @@ alias Key = u32;
 // maps to 0 or 0xffffffff: those keys belong to NaN bit patterns.
 const NAN_KEY: u32 = select(0u, 0xffffffffu, NAN_PROPAGATE);
 
-fn load_key(e: u32) -> Key {
-    let b = load_bits(e);
+fn key_of_bits(b: u32) -> Key {
     let magnitude = b & F_ABS;
     if (magnitude > F_INF) {
         return NAN_KEY;
@@ -26,4 +25,13 @@ fn load_key(e: u32) -> Key {
 
 fn key_gt(a: Key, b: Key) -> bool {
     return a > b;
+}
+
+// A key as two words (high, low), for partial results, and back.
+fn key_to_partial(k: Key) -> vec2<u32> {
+    return vec2<u32>(0u, k);
+}
+
+fn key_from_partial(w: vec2<u32>) -> Key {
+    return w.y;
 }

@@ -3,8 +3,8 @@
 
 alias Key = u32;
 
-fn load_key(e: u32) -> Key {
-    var k = load_bits(e) ^ SIGN_FLIP;
+fn key_of_bits(b: u32) -> Key {
+    var k = b ^ SIGN_FLIP;
     if (MINIMIZE) {
         k = ~k;
     }
@@ -13,4 +13,13 @@ fn load_key(e: u32) -> Key {
 
 fn key_gt(a: Key, b: Key) -> bool {
     return a > b;
+}
+
+// A key as two words (high, low), for partial results, and back.
+fn key_to_partial(k: Key) -> vec2<u32> {
+    return vec2<u32>(0u, k);
+}
+
+fn key_from_partial(w: vec2<u32>) -> Key {
+    return w.y;
 }

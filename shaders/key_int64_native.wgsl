@@ -3,10 +3,9 @@
 
 alias Key = u64;
 
-fn load_key(e: u32) -> Key {
-    let lo = src[2u * e];
-    let hi = src[2u * e + 1u] ^ SIGN_FLIP;
-    var k = (u64(hi) << 32u) | u64(lo);
+// The key of an element whose words are w (x = low, y = high).
+fn key_of_element(w: vec2<u32>) -> Key {
+    var k = (u64(w.y ^ SIGN_FLIP) << 32u) | u64(w.x);
     if (MINIMIZE) {
         k = ~k;
     }
@@ -15,4 +14,12 @@ fn load_key(e: u32) -> Key {
 
 fn key_gt(a: Key, b: Key) -> bool {
     return a > b;
+}
+
+fn key_to_partial(k: Key) -> vec2<u32> {
+    return vec2<u32>(u32(k >> 32u), u32(k));
+}
+
+fn key_from_partial(w: vec2<u32>) -> Key {
+    return (u64(w.x) << 32u) | u64(w.y);
 }

@@ -4,8 +4,9 @@
 
 alias Key = vec2<u32>;
 
-fn load_key(e: u32) -> Key {
-    var k = vec2<u32>(src[2u * e + 1u] ^ SIGN_FLIP, src[2u * e]);
+// The key of an element whose words are w (x = low, y = high).
+fn key_of_element(w: vec2<u32>) -> Key {
+    var k = vec2<u32>(w.y ^ SIGN_FLIP, w.x);
     if (MINIMIZE) {
         k = ~k;
     }
@@ -14,4 +15,12 @@ fn load_key(e: u32) -> Key {
 
 fn key_gt(a: Key, b: Key) -> bool {
     return a.x > b.x || (a.x == b.x && a.y > b.y);
+}
+
+fn key_to_partial(k: Key) -> vec2<u32> {
+    return k;
+}
+
+fn key_from_partial(w: vec2<u32>) -> Key {
+    return w;
 }

@@ -1,10 +1,15 @@
-// Element `e` of a tensor of BITS-bit elements (8, 16 or 32) packed into 32-bit words.
+// Elements of BITS bits (8, 16 or 32) packed into 32-bit words, read one word at a time.
 // Constants: BITS.
+
+@group(0) @binding(1) var<storage, read> src: array<u32>;
 
 const PER_WORD: u32 = 32u / BITS;
 const BIT_MASK: u32 = 0xffffffffu >> (32u - BITS);
 
-fn load_bits(e: u32) -> u32 {
-    let word = src[e / PER_WORD];
-    return (word >> ((e % PER_WORD) * BITS)) & BIT_MASK;
+fn load_key(e: u32) -> Key {
+    return key_of_bits((src[e / PER_WORD] >> ((e % PER_WORD) * BITS)) & BIT_MASK);
+}
+
+fn fold_range(base: u32, start: u32, end: u32, first: u32, step: u32, best: ptr<function, Pair>) {
+    fold_strided(base, start, end, first, step, best);
 }

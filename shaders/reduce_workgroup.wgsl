@@ -1,48 +1,36 @@
-// One workgroup per output element: each thread walks the reduced elements with stride
-// WG keeping its best (key, index) pair, then a tree in workgroup memory merges the
-// pairs, the tie rule applied at every step, and thread 0 stores the winner.
+// A workgroup per work item (an output, or one chunk of an output's reduction when the plan
+// splits it): the threads fold the chunk with stride WG, then a tree in workgroup memory
+// merges their pairs, the tie rule applied at every step, and thread 0 stores the winner.
+// Constants: WG.
 
-var<workgroup> wg_key: array<Key, WG>;
-var<workgroup> wg_index: array<u32, WG>;
+var<workgroup> wg_pairs: array<Pair, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let o = output_index(wid);
-    if (o >= params.counts.x) {
+    let item = workgroup_index(wid);
+    if (item >= params.split.z) {
         return;
     }
-    let n = params.counts.y;
+    let outputs = params.counts.x;
+    let o = item % outputs;
+    let chunk = item / outputs;
+    let start = chunk * params.split.y;
+    let end = start + min(params.split.y, params.counts.y - start);
     let base = kept_offsets(o);
 
-    // Threads past the end start from element 0 too: a repeated pair never changes a merge.
-    var r = select(0u, lid, lid < n);
-    var best_index = r;
-    var best_key = load_key(base.x + reduced_offsets(r).x);
-    // Written so that r never wraps past 2^32 - 1.
-    while (n - r > WG) {
-        r += WG;
-        let k = load_key(base.x + reduced_offsets(r).x);
-        if (better(k, r, best_key, best_index)) {
-            best_key = k;
-            best_index = r;
-        }
-    }
+    // Every thread starts from the chunk's first element: a repeated pair never changes a merge.
+    var best = pair_at(base.x, start);
+    fold_range(base.x, start, end, lid, WG, &best);
 
-    wg_key[lid] = best_key;
-    wg_index[lid] = best_index;
+    wg_pairs[lid] = best;
     workgroupBarrier();
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         if (lid < s) {
-            let k = wg_key[lid + s];
-            let i = wg_index[lid + s];
-            if (better(k, i, wg_key[lid], wg_index[lid])) {
-                wg_key[lid] = k;
-                wg_index[lid] = i;
-            }
+            wg_pairs[lid] = merge(wg_pairs[lid], wg_pairs[lid + s]);
         }
         workgroupBarrier();
     }
     if (lid == 0u) {
-        store_result(base.y, wg_index[0]);
+        store_result(chunk * outputs + o, base.y, wg_pairs[0]);
     }
 }

@@ -8,6 +8,7 @@ that differ only below bit 53's reach of a double).
 from __future__ import annotations
 
 import itertools
+import zlib
 
 import numpy as np
 import pytest
@@ -207,7 +208,7 @@ def test_signed_zero_infinity_subnormal(device, data_type):
         ([0.0, tiny, -tiny], 1, 1, 2),
         ([-np.inf, np.inf, -np.inf, np.inf], 1, 3, 0),
         ([-0.0, -tiny, 0.0], 0, 2, 1),
-    ]
+]
     for values, first_max, last_max, first_min in cases:
         x = np.array(values, dtype)
         assert dmlgpu.argmax(x, 0, device=device)[0] == first_max, values
@@ -241,10 +242,10 @@ def test_64_bit_beyond_double_precision(any_device, data_type):
 def test_int64_paths_are_the_ones_asked_for(device, device_words):
     desc = ArgMaxOperatorDesc(TensorDesc("INT64", [4]), axes=[0])
     assert device_words.compile(desc).plan.int64 is False
-    assert "vec2<u32>" in device_words.compile(desc).source
+    assert "vec2<u32>" in device_words.compile(desc).sources[0]
     if "shader-int64" in device.runner.adapter.features:
         assert device.compile(desc).plan.int64 is True
-        assert "u64" in device.compile(desc).source
+        assert "u64" in device.compile(desc).sources[0]
 
 
 # --- reductions longer than a workgroup's stride, ties straddling it ------------------
@@ -371,3 +372,49 @@ def test_adapter_choice_by_name(device):
         dmlgpu.Device("no-such-adapter-name")
     same = dmlgpu.Device(device.name[:6])
     assert same.name == device.name or device.name[:6].lower() in same.name.lower()
+
+
+# --- every kernel the planner can choose, with thresholds shrunk so small inputs reach them
+
+
+@pytest.fixture(scope="module")
+def small_tuning_device():
+    """Thresholds shrunk so that small inputs split, and short rows count as long."""
+    from dmlgpu.plan import Tuning
+
+    return dmlgpu.Device(tuning=Tuning(long_row=16, target_workgroups=64, min_chunk_workgroup=24,
+                                       target_threads=512, min_chunk_thread=5))
+
+
+KERNEL_CASES = [
+    (DataType.FLOAT32, (6, 1000), (1,), "packed", "reduce_workgroup", "load_quads", True),
+    (DataType.FLOAT16, (3, 997), (1,), "packed", "reduce_workgroup", "load_packed", True),
+    (DataType.INT8, (4, 1024), (1,), "packed", "reduce_workgroup", "load_quads", True),
+    (DataType.UINT16, (1500,), (0,), "packed", "reduce_workgroup", "load_quads", True),
+    (DataType.INT64, (2, 700), (1,), "packed", "reduce_workgroup", "load_pairs", True),
+    (DataType.FLOAT32, (700, 5), (0,), "packed", "reduce_thread", "load_packed", True),
+    (DataType.UINT8, (300, 7, 6), (0, 2), "permuted", "reduce_thread", "load_packed", True),
+    (DataType.FLOAT32, (2000, 8), (1,), "packed", "reduce_thread", "load_quads", False),
+    (DataType.FLOAT16, (999, 8), (1,), "packed", "reduce_thread", "load_quads", False),
+    (DataType.INT32, (40, 30, 20), (0, 2), "padded", "reduce_workgroup", "load_packed", True),
+    (DataType.UINT32, (9, 333), (1,), "broadcast", "reduce_thread", "load_packed", True),  # stride 0
+]
+
+
+@pytest.mark.parametrize(
+    "op, data_type, shape, axes, layout, kernel, loader, split",
+    [(op, *case) for case in KERNEL_CASES for op in ("argmax", "argmin", "hardmax")
+     if op != "hardmax" or case[0].is_float],
+)
+def test_every_kernel_against_oracle(small_tuning_device, op, data_type, shape, axes, layout, kernel, loader, split):
+    rng = np.random.default_rng(zlib.crc32(repr((shape, op)).encode()))
+    x = in_layout(tie_values(data_type, shape, rng, pool_size=3), layout, rng)
+    desc_input, _ = dmlgpu.layout.describe(x)
+    cls = {"argmax": ArgMaxOperatorDesc, "argmin": ArgMinOperatorDesc}.get(op)
+    desc = (ActivationHardmax1OperatorDesc(desc_input, axes=axes) if cls is None else cls(desc_input, axes=axes))
+    p = small_tuning_device.compile(desc).plan
+    assert (p.kernel, p.loader, p.split > 1) == (kernel, loader, split)
+    directions = ["increasing"] if op == "hardmax" else ["increasing", "decreasing"]
+    for direction in directions:
+        kwargs = {"nan_mode": "propagate"} if op == "hardmax" else {"axis_direction": direction}
+        assert_same(*run_both(op, x, axes, small_tuning_device, **kwargs))

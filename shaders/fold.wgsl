@@ -1,0 +1,21 @@
+// Folding input elements into a best (key, index) pair; used by the first pass of every
+// reduction kernel. Needs a loader (load_key) and the key module.
+
+// The pair of reduced element `r` of the slice whose first element is at `base`.
+fn pair_at(base: u32, r: u32) -> Pair {
+    return Pair(load_key(base + reduced_offsets(r).x), r);
+}
+
+// The best pair of reduced elements [start, end), taken one by one with stride `step`
+// from `start + first`. Nothing happens when the range holds no element for this thread.
+fn fold_strided(base: u32, start: u32, end: u32, first: u32, step: u32, best: ptr<function, Pair>) {
+    if (first >= end - start) {
+        return;
+    }
+    var r = start + first;
+    *best = merge(*best, pair_at(base, r));
+    while (end - r > step) {  // written so that r never wraps past 2^32 - 1
+        r += step;
+        *best = merge(*best, pair_at(base, r));
+    }
+}

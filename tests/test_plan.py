@@ -1,0 +1,93 @@
+"""The planner, without a GPU: simplification, kernel choice, splits and grids."""
+
+import pytest
+
+from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, TensorDesc
+from dmlgpu.errors import DescriptorError
+from dmlgpu.plan import Capabilities, Dim, Tuning, grid_for, merge_dims, plan, simplify
+
+CAPS = Capabilities(max_storage_binding=2**31 - 4, max_buffer=2**32, max_workgroups_per_dim=65535, shader_int64=True)
+
+
+def argmax_plan(sizes, axes, strides=None, data_type="FLOAT32", caps=CAPS, tuning=Tuning()):
+    desc = ArgMaxOperatorDesc(TensorDesc(data_type, sizes, strides), axes=axes)
+    return plan(desc.lower(), caps, tuning=tuning)
+
+
+def test_merge_drops_ones_and_joins_contiguous_dims():
+    dims = [Dim(4, 30, 6), Dim(1, 99, 99), Dim(5, 6, 1)]  # 30 == 6 * 5 but 6 != 1 * 5
+    assert merge_dims(dims) == (Dim(4, 30, 6), Dim(5, 6, 1))
+    assert merge_dims([Dim(4, 5, 0), Dim(5, 1, 0)]) == (Dim(20, 1, 0),)
+
+
+def test_packed_all_axes_is_one_dimension():
+    desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", (2, 3, 4)), axes=[0, 1, 2])
+    assert simplify(desc.lower()) == ((), (Dim(24, 1, 0),))
+
+
+def test_reduced_axes_keep_ascending_order_when_strides_do_not():
+    # A transposed view: axis 0 is innermost in memory. Axes {0,1} must not merge.
+    desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", (3, 4), strides=(1, 3)), axes=[0, 1])
+    assert simplify(desc.lower())[1] == (Dim(3, 1, 0), Dim(4, 3, 0))
+
+
+def test_kept_dims_put_smallest_input_stride_innermost():
+    desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", (5, 6, 7), strides=(1, 5, 30)), axes=[1])
+    kept, _ = simplify(desc.lower())
+    assert [d.in_stride for d in kept] == [30, 1]
+
+
+@pytest.mark.parametrize(
+    "sizes, axes, kernel, loader, split",
+    [
+        ((4096, 65536), [1], "reduce_workgroup", "load_quads", 1),  # long rows
+        ((1, 151936), [1], "reduce_workgroup", "load_quads", 18),  # one long row: split
+        ((2**28,), [0], "reduce_workgroup", "load_quads", 1024),  # all axes: split
+        ((65536, 4096), [0], "reduce_thread", "load_packed", 64),  # outer axis: columns, split
+        ((16, 21, 512, 512), [1], "reduce_thread", "load_packed", 1),  # middle axis
+        ((16777216, 8), [1], "reduce_thread", "load_quads", 1),  # many tiny rows
+        ((1048576, 3), [1], "reduce_thread", "load_packed", 1),  # rows not 16-byte aligned
+        ((8, 16777216), [0], "reduce_thread", "load_packed", 1),
+        ((64, 128, 4096), [0, 2], "reduce_workgroup", "load_packed", 8),  # multi-axis
+    ],
+)
+def test_kernel_choice_by_shape(sizes, axes, kernel, loader, split):
+    p = argmax_plan(sizes, axes)
+    assert (p.kernel, p.loader, p.split) == (kernel, loader, split)
+    assert p.split * p.chunk >= p.reduced_count > (p.split - 1) * p.chunk
+    assert all(side <= CAPS.max_workgroups_per_dim for side in p.grid)
+    assert (p.merge_grid is None) == (p.split == 1)
+
+
+def test_quads_need_16_byte_aligned_rows():
+    assert argmax_plan((64, 1024), [1]).loader == "load_quads"
+    assert argmax_plan((64, 1024), [1], strides=(1026, 1)).loader == "load_packed"  # 1026 % 4 != 0
+    assert argmax_plan((64, 1024), [1], data_type="FLOAT16", strides=(1032, 1)).loader == "load_quads"
+    assert argmax_plan((64, 1024), [1], data_type="INT64").loader == "load_pairs"
+    assert argmax_plan((64, 1024), [1], data_type="UINT8", strides=(1032, 1)).loader == "load_packed"  # 1032 % 16
+
+
+def test_quad_chunks_are_whole_quads():
+    p = argmax_plan((1, 100003), [1], tuning=Tuning(min_chunk_workgroup=100, target_workgroups=7))
+    assert p.split == 7 and p.chunk % 4 == 0
+
+
+def test_grid_never_exceeds_the_limit():
+    assert grid_for(65535, 65535) == (65535, 1, 1)
+    assert grid_for(65536, 65535) == (65535, 2, 1)
+    assert grid_for(65535 * 65535 + 1, 65535) == (65535, 65535, 2)
+    p = argmax_plan((2**22, 8), [1], caps=Capabilities(2**31, 2**32, 1000, True))
+    assert all(side <= 1000 for side in p.grid)
+
+
+def test_inputs_beyond_one_binding_are_refused_clearly():
+    small = Capabilities(max_storage_binding=1024, max_buffer=2048)
+    with pytest.raises(DescriptorError, match=r"input_tensor.total_tensor_size_in_bytes is 4096, but this adapter binds at most 1024"):
+        argmax_plan((1024,), [0], caps=small)
+
+
+def test_hardmax_plans_clear_the_output():
+    desc = ActivationHardmax1OperatorDesc(TensorDesc("FLOAT16", (8, 300)), axes=[1])
+    p = plan(desc.lower(), CAPS)
+    assert p.clears_output and p.op == "hardmax"
+    assert not argmax_plan((8, 300), [1]).clears_output
