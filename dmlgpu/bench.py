@@ -1,0 +1,767 @@
+"""The benchmark behind ``dmlgpu bench``: each case's GPU time beside an in-run ceiling and the peers.
+
+How it measures (shared/PERFORMANCE.md, "How to measure"):
+
+- Once per run, a few hundred milliseconds of real work (the read-ceiling kernel) before
+  anything is timed: the GPU starts at a low clock and ramps under load.
+- Per case, every variant is dispatched twice untimed, then the variants (ours, the ceiling
+  kernel, torch / CuPy when importable) are timed interleaved, in rounds, and medians are
+  reported. GPU times come from timestamp queries (CUDA events for the peers).
+- GB/s = the bytes that must move (the input read once, the output written once) / GPU time.
+  Peers are divided by the same byte count, so "x torch" is simply their time over ours.
+- The ceiling is a standalone WGSL kernel over the same input buffer in the same process:
+  ``shaders/read_ceiling.wgsl`` (16-byte loads, grid-stride) for ARGMAX/ARGMIN,
+  ``shaders/copy_ceiling.wgsl`` (read + write the same bytes) for HARDMAX.
+- End-to-end wall time (NumPy in, NumPy out, through ``dmlgpu.argmax`` and friends) is
+  reported apart, and only for small inputs and latency cases; latency cases also time a
+  GPU-resident input with the result read back to NumPy.
+- Each result is checked once against the oracle (``dmlgpu.oracle``); a wrong answer fails the run.
+
+Suites are data: ``benchmarks/suites/<name>.json``, shipped as the package ``dmlgpu.suites``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import oracle
+from .device import Tensor
+from .desc import (
+    ActivationHardmax1OperatorDesc,
+    ArgMaxOperatorDesc,
+    ArgMinOperatorDesc,
+    TensorDesc,
+    lower,
+)
+from .errors import DescriptorError
+from .types import DataType
+from .wgsl import template
+
+OPS = ("argmax", "argmin", "hardmax")
+
+#: End-to-end (NumPy in, NumPy out) timing only for inputs up to this size: above it the
+#: figure measures the bus and host copies, not the library.
+E2E_MAX_BYTES = 64 << 20
+#: Wall-clock seconds spent on each end-to-end measurement (at least 3 calls, at most 100).
+E2E_BUDGET_S = 0.5
+#: Without --repeats, fewer repetitions when one dispatch is slow: about this many GPU
+#: seconds per variant and case (at least 3 repetitions).
+VARIANT_BUDGET_S = 2.0
+#: Timed rounds per case; the variants take turns within each round.
+ROUNDS = 5
+
+#: The ceiling kernels' workgroup size (their WG constant) and grid.
+CEILING_WG = 256
+CEILING_MAX_GROUPS = 4096
+CEILING_LOADS_PER_THREAD = 4
+
+
+# ----------------------------------------------------------------------------- cases
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One benchmark case: an operator over a packed tensor of one type and shape."""
+
+    name: str
+    op: str  # "argmax", "argmin" or "hardmax"
+    dtype: DataType
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    latency: bool = False  # report as a latency (one small call), not a bandwidth
+    note: str = ""
+
+    _KEYS = ("name", "op", "dtype", "shape", "axes", "latency", "note")
+
+    def __post_init__(self):
+        if self.op not in OPS:
+            raise ValueError(f"case {self.name!r}: op is {self.op!r}, but it must be one of {', '.join(OPS)}")
+        object.__setattr__(self, "dtype", DataType.parse(self.dtype, f"case {self.name!r}: dtype"))
+        object.__setattr__(self, "shape", tuple(int(n) for n in self.shape))
+        object.__setattr__(self, "axes", tuple(sorted(int(a) for a in self.axes)))
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Case":
+        unknown = set(d) - set(cls._KEYS)
+        if unknown:
+            raise ValueError(f"case {d.get('name')!r} has unknown keys {sorted(unknown)}; known: {', '.join(cls._KEYS)}")
+        return cls(**d)
+
+    def descriptor(self):
+        """The operator descriptor (packed input, output inferred)."""
+        inp = TensorDesc(self.dtype, self.shape)
+        if self.op == "hardmax":
+            return ActivationHardmax1OperatorDesc(inp, None, self.axes)
+        cls = ArgMaxOperatorDesc if self.op == "argmax" else ArgMinOperatorDesc
+        return cls(inp, None, self.axes)
+
+    @property
+    def kept(self) -> list[int]:
+        return [d for d in range(len(self.shape)) if d not in self.axes]
+
+    @property
+    def label(self) -> str:
+        short = {"FLOAT32": "f32", "FLOAT16": "f16"}.get(self.dtype.name, self.dtype.name.lower())
+        axes = "all" if len(self.axes) == len(self.shape) and len(self.shape) > 1 else ",".join(map(str, self.axes))
+        op = "" if self.op == "argmax" else f"{self.op} "
+        return f"{op}{short} ({','.join(map(str, self.shape))}) ax {axes}"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "op": self.op, "dtype": self.dtype.name, "shape": list(self.shape),
+                "axes": list(self.axes), "latency": self.latency, "note": self.note}
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    repeats: int
+    warmup_s: float
+    cases: tuple[Case, ...]
+
+
+def load_suite(name: str) -> Suite:
+    """``benchmarks/suites/<name>.json``, through the package ``dmlgpu.suites``."""
+    data = json.loads(resources.files("dmlgpu.suites").joinpath(f"{name}.json").read_text())
+    return Suite(name, data.get("description", ""), int(data["repeats"]), float(data["warmup_s"]),
+                 tuple(Case.from_json(c) for c in data["cases"]))
+
+
+def host_data(case: Case, rng: np.random.Generator) -> np.ndarray:
+    """Random input for a case, drawn so that ties at the extremes are rare.
+
+    Floats come from Student's t with 3 degrees of freedom: its heavy tails keep the
+    largest (and smallest) values of a slice far apart, so even FLOAT16, with 1024 steps
+    per octave, seldom ties. Integers are uniform over the type's range: for 8- and
+    16-bit types, ties are then certain in long slices (they are broken by the first index).
+    """
+    n = math.prod(case.shape)
+    dtype = case.dtype.numpy
+    if case.dtype.is_float:
+        values = rng.standard_t(3, size=n).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        values = rng.integers(info.min, info.max, size=n, dtype=dtype, endpoint=True)
+    return values.reshape(case.shape)
+
+
+# ----------------------------------------------------------------------------- ceilings
+
+
+def _round16(n: int) -> int:
+    return (n + 15) & ~15
+
+
+class Ceiling:
+    """A ceiling kernel (``shaders/<kind>_ceiling.wgsl``) bound to the first ``nbytes`` of ``src``.
+
+    ``kind`` "read": reads the bytes in 16-byte loads and writes one word per thread;
+    "copy": reads the bytes and writes them to a scratch buffer. ``bytes`` counts every
+    byte the kernel moves, the way the operators' bytes are counted.
+    """
+
+    def __init__(self, runner, kind: str, src, nbytes: int):
+        if kind not in ("read", "copy"):
+            raise ValueError(f"kind is {kind!r}, but it must be 'read' or 'copy'")
+        self.runner, self.kind, self.src = runner, kind, src
+        vec4s = nbytes // 16
+        groups = max(1, min(math.ceil(vec4s / (CEILING_WG * CEILING_LOADS_PER_THREAD)), CEILING_MAX_GROUPS))
+        self.grid = (groups, 1, 1)
+        self.pipeline = runner.pipeline(template(f"{kind}_ceiling"))
+        self.params = runner.uniform(np.array([vec4s, 0, 0, 0], np.uint32))
+        dst_bytes = groups * CEILING_WG * 4 if kind == "read" else vec4s * 16
+        self.dst = runner.storage(dst_bytes)
+        self.bytes = vec4s * 16 + dst_bytes
+
+    @property
+    def steps(self) -> list:
+        return [(self.pipeline, self.params, self.src, self.dst, self.grid)]
+
+    def run(self) -> None:
+        self.runner.dispatch(self.steps)
+
+    def gpu_times(self, repeats: int) -> np.ndarray:
+        return self.runner.gpu_times(self.steps, repeats=repeats)
+
+    def release(self) -> None:
+        self.dst.destroy()
+        self.params.destroy()
+
+
+def warm_up(runner, nbytes: int, seconds: float) -> float:
+    """Keep the GPU reading for about ``seconds`` of wall time; returns the GPU seconds spent."""
+    nbytes = max(16, min(nbytes, runner.capabilities.max_storage_binding) & ~15)
+    src = runner.storage(nbytes)
+    ceiling = Ceiling(runner, "read", src, nbytes)
+    busy, repeats, start = 0.0, 2, time.perf_counter()
+    try:
+        while time.perf_counter() - start < seconds:
+            spent = float(ceiling.gpu_times(repeats).sum())
+            busy += spent
+            if spent < 0.05:  # long bursts keep the GPU busy rather than waiting on the host
+                repeats = min(repeats * 4, 1000)
+    finally:
+        ceiling.release()
+        src.destroy()
+    return busy
+
+
+# ----------------------------------------------------------------------------- our operator
+
+
+def _times_with_clear(compiled, inp, out, repeats: int) -> np.ndarray:
+    """GPU seconds of HARDMAX's whole work: the clear of its output, then its passes.
+
+    ``Runner.gpu_times`` brackets the passes only, and HARDMAX first zeroes its output
+    with ``clear_buffer``, outside the timestamps, though that clear writes every output
+    byte. Here an empty pass writes the start timestamp before the clear, and the last pass
+    the end one. Each repeat is submitted and waited for on its own, so that the start
+    timestamp (which no barrier orders after earlier work) cannot fall inside the previous
+    repeat. A stopgap, on the runner's and the operator's internals, until
+    ``Runner.gpu_times`` can time a clear itself.
+    """
+    import wgpu
+
+    runner = compiled.device.runner
+    device = runner.device
+    steps = compiled._steps(inp, out)
+    bind_groups = [runner._bind(params, src, dst) for _, params, src, dst, _ in steps]
+    queries = device.create_query_set(type="timestamp", count=2)
+    resolved = device.create_buffer(size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+    readable = runner.storage(16)
+    times = []
+    try:
+        for _ in range(repeats):
+            encoder = device.create_command_encoder()
+            marker = encoder.begin_compute_pass(
+                timestamp_writes={"query_set": queries, "beginning_of_pass_write_index": 0})
+            marker.end()
+            encoder.clear_buffer(out._buffer)
+            for i, ((pipeline, _, _, _, grid), bind_group) in enumerate(zip(steps, bind_groups)):
+                last = i == len(steps) - 1
+                compute = encoder.begin_compute_pass(
+                    timestamp_writes={"query_set": queries, "end_of_pass_write_index": 1} if last else None)
+                compute.set_pipeline(pipeline)
+                compute.set_bind_group(0, bind_group)
+                compute.dispatch_workgroups(*grid)
+                compute.end()
+            encoder.resolve_query_set(queries, 0, 2, resolved, 0)
+            encoder.copy_buffer_to_buffer(resolved, 0, readable, 0, 16)
+            device.queue.submit([encoder.finish()])
+            ticks = np.frombuffer(runner.read(readable, 16), np.uint64)
+            times.append(float(ticks[1] - ticks[0]) * 1e-9)
+    finally:
+        resolved.destroy()
+        readable.destroy()
+        queries.destroy()
+    return np.array(times)
+
+
+# ----------------------------------------------------------------------------- peers
+
+
+class TorchPeer:
+    """torch on CUDA: the same data, timed with CUDA events."""
+
+    name = "torch"
+
+    def __init__(self):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ImportError("torch has no CUDA device")
+        self.torch = torch
+        self.version = torch.__version__
+        self.device_name = torch.cuda.get_device_name()
+
+    def upload(self, x: np.ndarray):
+        return self.torch.from_numpy(np.ascontiguousarray(x)).cuda()
+
+    def op(self, case: Case, x) -> Callable:
+        """The case's operator on GPU-resident ``x``; torch has no multi-axis argmax, so
+        several axes are permuted to the end and flattened first (a copy unless they already are)."""
+        t, axes, kept = self.torch, list(case.axes), case.kept
+        rows = math.prod(case.shape[d] for d in kept)
+        perm = kept + axes
+        if case.op in ("argmax", "argmin"):
+            f = t.argmax if case.op == "argmax" else t.argmin
+            if len(axes) == 1:
+                return lambda: f(x, dim=axes[0])
+            if not kept:
+                return lambda: f(x.reshape(-1))
+            return lambda: f(x.permute(perm).reshape(rows, -1), dim=1)
+        if len(axes) == 1:
+            a = axes[0]
+            return lambda: t.zeros_like(x).scatter_(a, x.argmax(dim=a, keepdim=True), 1)
+        inverse = [int(i) for i in np.argsort(perm)]
+
+        def hardmax():
+            flat = x.permute(perm).reshape(rows, -1)
+            out = t.zeros_like(flat).scatter_(1, flat.argmax(dim=1, keepdim=True), 1)
+            return out.reshape([case.shape[d] for d in perm]).permute(inverse).contiguous()
+
+        return hardmax
+
+    def gpu_times(self, fn: Callable, repeats: int) -> np.ndarray:
+        events = [(self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True))
+                  for _ in range(repeats)]
+        for start, end in events:
+            start.record()
+            fn()
+            end.record()
+        events[-1][1].synchronize()
+        return np.array([start.elapsed_time(end) for start, end in events]) * 1e-3
+
+    def to_numpy(self, result) -> np.ndarray:
+        return result.cpu().numpy()
+
+    def release(self) -> None:
+        self.torch.cuda.synchronize()
+        self.torch.cuda.empty_cache()
+
+
+class CupyPeer:
+    """CuPy: the same data, timed with CUDA events. CUPY_ACCELERATORS (e.g. "cub") decides
+    which reduction kernels it uses, and so its speed; it is recorded with the results."""
+
+    name = "cupy"
+
+    def __init__(self):
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise ImportError("CuPy sees no CUDA device")
+        self.cupy = cupy
+        self.version = f"{cupy.__version__} (CUPY_ACCELERATORS={os.environ.get('CUPY_ACCELERATORS', '')!r})"
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        name = props.get("name", b"?")
+        self.device_name = name.decode() if isinstance(name, bytes) else str(name)
+
+    def upload(self, x: np.ndarray):
+        return self.cupy.asarray(x)
+
+    def op(self, case: Case, x) -> Callable:
+        cp, axes, kept = self.cupy, list(case.axes), case.kept
+        rows = math.prod(case.shape[d] for d in kept)
+        perm = kept + axes
+        if case.op in ("argmax", "argmin"):
+            f = cp.argmax if case.op == "argmax" else cp.argmin
+            if len(axes) == 1:
+                return lambda: f(x, axis=axes[0])
+            if not kept:
+                return lambda: f(x)
+            return lambda: f(x.transpose(perm).reshape(rows, -1), axis=1)
+        inverse = [int(i) for i in np.argsort(perm)]
+
+        def hardmax():
+            flat = x.transpose(perm).reshape(rows, -1)
+            out = cp.zeros_like(flat)
+            out[cp.arange(rows), flat.argmax(axis=1)] = 1
+            return cp.ascontiguousarray(out.reshape([case.shape[d] for d in perm]).transpose(inverse))
+
+        return hardmax
+
+    def gpu_times(self, fn: Callable, repeats: int) -> np.ndarray:
+        cuda = self.cupy.cuda
+        events = [(cuda.Event(), cuda.Event()) for _ in range(repeats)]
+        for start, end in events:
+            start.record()
+            fn()
+            end.record()
+        events[-1][1].synchronize()
+        return np.array([cuda.get_elapsed_time(start, end) for start, end in events]) * 1e-3
+
+    def to_numpy(self, result) -> np.ndarray:
+        return self.cupy.asnumpy(result)
+
+    def release(self) -> None:
+        self.cupy.cuda.Device().synchronize()
+        self.cupy.get_default_memory_pool().free_all_blocks()
+
+
+def find_peers() -> list:
+    """The peers that can run here: torch with CUDA, CuPy with a device."""
+    peers = []
+    for cls in (TorchPeer, CupyPeer):
+        try:
+            peers.append(cls())
+        except Exception:  # not installed, no CUDA, or a broken install: no peer
+            pass
+    return peers
+
+
+# ----------------------------------------------------------------------------- timing
+
+
+def wall_times(fn: Callable, budget_s: float = E2E_BUDGET_S) -> np.ndarray:
+    """Wall seconds of calls to ``fn`` after one untimed call: as many as fit the budget (3..100)."""
+    start = time.perf_counter()
+    fn()
+    first = time.perf_counter() - start
+    count = max(3, min(100, int(budget_s / max(first, 1e-6))))
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return np.array(times)
+
+
+def interleaved(variants: dict[str, Callable[[int], np.ndarray]], repeats: int) -> dict[str, np.ndarray]:
+    """Time the variants in rounds, taking turns (the order rotates each round), ``repeats``
+    samples each; ``variants`` maps a name to a ``gpu_times(repeats)`` function."""
+    rounds = max(1, min(ROUNDS, repeats))
+    names = list(variants)
+    samples: dict[str, list] = {n: [] for n in names}
+    for r in range(rounds):
+        count = repeats // rounds + (r < repeats % rounds)
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            samples[name].extend(variants[name](count))
+    return {n: np.array(s) for n, s in samples.items()}
+
+
+def _plan_summary(plan) -> dict:
+    """What the planner chose, as plain data (the fields it has; the planner is still growing)."""
+    fields = ("kernel", "loader", "split", "chunk", "grid", "merge_grid")
+    return {f: (list(v) if isinstance(v, tuple) else v) for f in fields if (v := getattr(plan, f, None)) is not None}
+
+
+def _median(a) -> float:
+    return float(statistics.median(a))
+
+
+# ----------------------------------------------------------------------------- one case
+
+
+class Bench:
+    """One run: the device, the peers, the host data cache, and the results so far."""
+
+    def __init__(self, device, suite: Suite, repeats: int | None, peers: list):
+        self.device = device
+        self.runner = device.runner
+        self.suite = suite
+        self.repeats = repeats
+        self.peers = peers
+        self.rng = np.random.default_rng(0)
+        self._host_key = None
+        self._host = None
+
+    def host(self, case: Case) -> np.ndarray:
+        """Random data for a case, generated once and reused by cases of the same type and size."""
+        key = (case.dtype, math.prod(case.shape))
+        if key != self._host_key:
+            self._host = None  # free the last one first
+            self._host = host_data(case, self.rng).reshape(-1)
+            self._host_key = key
+        return self._host.reshape(case.shape)
+
+    def run_case(self, case: Case) -> dict:
+        result = {**case.to_json(), "status": "ok"}
+        red = lower(case.descriptor())
+        caps = self.runner.capabilities
+        need = max(red.input.total_tensor_size_in_bytes, red.output.total_tensor_size_in_bytes)
+        if need > caps.max_storage_binding:
+            return {**result, "status": "skipped",
+                    "reason": f"needs {need} bytes in one binding, adapter binds {caps.max_storage_binding}"}
+        try:
+            compiled = self.device.compile(case.descriptor())
+        except DescriptorError as err:
+            return {**result, "status": "skipped", "reason": str(err)}
+        result["plan"] = _plan_summary(compiled.plan)
+        nbytes = red.input.total_tensor_size_in_bytes + red.output.total_tensor_size_in_bytes
+        result["bytes"] = nbytes
+
+        x = self.host(case)
+        buffers, variants, peer_data = [], {}, {}
+        try:
+            src = self.runner.storage(_round16(red.input.total_tensor_size_in_bytes), x)
+            buffers.append(src)
+            dst = self.runner.storage(_round16(red.output.total_tensor_size_in_bytes))
+            buffers.append(dst)
+            inp, out = Tensor(self.device, red.input, src), Tensor(self.device, red.output, dst)
+            ceiling = Ceiling(self.runner, "copy" if case.op == "hardmax" else "read", src,
+                              red.input.total_tensor_size_in_bytes)
+            buffers += [ceiling.dst, ceiling.params]
+
+            if case.op == "hardmax":
+                def ours(n):
+                    return _times_with_clear(compiled, inp, out, n)
+            else:
+                def ours(n):
+                    return compiled.gpu_times(inp, out, n)
+            variants.update(ours=ours, ceiling=ceiling.gpu_times)
+            # Untimed: two of each variant (the first also compiles and allocates).
+            first = {name: variant(2) for name, variant in variants.items()}
+            peer_errors = {}
+            for peer in self.peers:
+                try:
+                    data = peer.upload(x)
+                    fn = peer.op(case, data)
+                    variant = variants[peer.name] = lambda n, peer=peer, fn=fn: peer.gpu_times(fn, n)
+                    first[peer.name] = variant(2)
+                    peer_data[peer.name] = (data, fn)
+                except Exception as err:  # a peer that cannot do a case must not lose ours
+                    variants.pop(peer.name, None)
+                    peer_errors[peer.name] = {"error": f"{type(err).__name__}: {err}"}
+            live = [peer for peer in self.peers if peer.name in peer_data]
+
+            # Our answer, checked once.
+            compiled.run(inp, out)
+            got = out.numpy()
+            want = oracle.evaluate(case.descriptor(), x)
+            result["correct"] = bool(got.shape == want.shape and np.array_equal(got, want.astype(got.dtype)))
+            del got, want
+
+            repeats = self.repeats
+            if repeats is None:
+                slowest = max(_median(t) for t in first.values())
+                repeats = max(3, min(self.suite.repeats, int(VARIANT_BUDGET_S / max(slowest, 1e-9))))
+            result["repeats"] = repeats
+            samples = interleaved(variants, repeats)
+
+            ours_s = _median(samples["ours"])
+            result.update(gpu_s=ours_s, gpu_min_s=float(samples["ours"].min()), gbps=nbytes / ours_s / 1e9,
+                          gpu_samples_s=samples["ours"].tolist())
+            if case.op == "hardmax":
+                result["pass_s"] = _median(compiled.gpu_times(inp, out, max(3, min(repeats, 10))))
+            ceiling_s = _median(samples["ceiling"])
+            result["ceiling"] = {"kernel": f"{ceiling.kind}_ceiling", "bytes": ceiling.bytes, "gpu_s": ceiling_s,
+                                 "gbps": ceiling.bytes / ceiling_s / 1e9, "gpu_samples_s": samples["ceiling"].tolist()}
+            result["pct_of_ceiling"] = 100.0 * result["gbps"] / result["ceiling"]["gbps"]
+
+            result["peers"] = dict(peer_errors)
+            for peer in live:
+                peer_s = _median(samples[peer.name])
+                result["peers"][peer.name] = {"gpu_s": peer_s, "gbps": nbytes / peer_s / 1e9, "speedup": peer_s / ours_s,
+                                              "gpu_samples_s": samples[peer.name].tolist()}
+
+            result["e2e_s"] = result["e2e_resident_s"] = None
+            if case.latency or red.input.total_tensor_size_in_bytes <= E2E_MAX_BYTES:
+                self._end_to_end(case, x, inp, result, live, peer_data)
+        finally:
+            variants.clear()  # the peers' closures hold their copies of the input
+            peer_data.clear()
+            for peer in self.peers:
+                peer.release()
+            for buffer in buffers:
+                buffer.destroy()
+        return result
+
+    def _end_to_end(self, case: Case, x: np.ndarray, inp, result: dict, peers: list, peer_data: dict) -> None:
+        """Wall times of whole calls: NumPy in and out; for latency cases also a GPU-resident
+        input with the result read back to NumPy."""
+        import dmlgpu
+
+        op = getattr(dmlgpu, case.op)
+        result["e2e_s"] = _median(wall_times(lambda: op(x, case.axes, device=self.device)))
+        if case.latency:
+            def resident():
+                r = op(inp, case.axes, device=self.device)
+                r.numpy()
+                r.release()
+
+            result["e2e_resident_s"] = _median(wall_times(resident))
+        for peer in peers:
+            data, fn = peer_data[peer.name]
+            entry = result["peers"][peer.name]
+            entry["e2e_s"] = _median(wall_times(lambda peer=peer: peer.to_numpy(peer.op(case, peer.upload(x))())))
+            entry["e2e_resident_s"] = (
+                _median(wall_times(lambda peer=peer, fn=fn: peer.to_numpy(fn()))) if case.latency else None)
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def _fmt_time(s) -> str:
+    if s is None:
+        return "-"
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def _fmt_gbps(g) -> str:
+    return f"{g:.0f}" if g >= 100 else f"{g:.1f}" if g >= 10 else f"{g:.2f}"
+
+
+def header(peers: list) -> str:
+    cols = f"{'case':<14} {'what':<34} {'ours GPU':>10} {'e2e':>10} {'GB/s':>7} {'% ceil':>7} {'ceil GB/s':>9}"
+    for peer in peers:
+        cols += f" {peer.name + ' GB/s':>11} {'x ' + peer.name:>9}"
+    return cols
+
+
+def line(result: dict, peers: list) -> str:
+    head = f"{result['name']:<14} {Case.from_json({k: result[k] for k in Case._KEYS}).label:<34}"
+    if result["status"] != "ok":
+        return f"{head} {result['status']}: {result.get('reason', '')}"
+    text = (f"{head} {_fmt_time(result['gpu_s']):>10} {_fmt_time(result['e2e_s']):>10} {_fmt_gbps(result['gbps']):>7} "
+            f"{result['pct_of_ceiling']:>6.0f}% {_fmt_gbps(result['ceiling']['gbps']):>9}")
+    for peer in peers:
+        entry = result["peers"].get(peer.name, {"error": "not run"})
+        if "error" in entry:
+            text += f" {'error':>11} {'-':>9}"
+        else:
+            text += f" {_fmt_gbps(entry['gbps']):>11} {entry['speedup']:>8.2f}x"
+    extras = []
+    if result.get("pass_s") is not None:
+        extras.append(f"pass alone {_fmt_time(result['pass_s'])}")
+    if result.get("e2e_resident_s") is not None:
+        extras.append(f"resident in, NumPy out {_fmt_time(result['e2e_resident_s'])}")
+        for peer in peers:
+            entry = result["peers"].get(peer.name, {})
+            if "e2e_s" not in entry:
+                continue
+            extras.append(f"{peer.name} e2e {_fmt_time(entry['e2e_s'])} / resident {_fmt_time(entry['e2e_resident_s'])}")
+    if not result["correct"]:
+        extras.insert(0, "WRONG ANSWER")
+    return text + (f"  [{'; '.join(extras)}]" if extras else "")
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except Exception:
+        return None
+
+
+def report_header(device, suite: Suite, peers: list) -> dict:
+    import wgpu
+
+    import dmlgpu
+
+    info = device.info()
+    return {
+        "dmlgpu_version": dmlgpu.__version__,
+        "commit": _commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "suite": suite.name,
+        "device": device.name,
+        "backend": device.runner.backend,
+        "adapter_type": info["type"],
+        "limits": {k: info["limits"].get(k) for k in ("max-storage-buffer-binding-size", "max-buffer-size")},
+        "features_used": info["features_used"],
+        "host": {"python": platform.python_version(), "numpy": np.__version__, "wgpu": wgpu.__version__,
+                 "machine": platform.machine()},
+        "method": {"gbps": "bytes that must move (input once + output once) / median GPU time",
+                   "ceiling": "read_ceiling.wgsl (argmax/argmin) or copy_ceiling.wgsl (hardmax) over the same input",
+                   "speedup": "peer's median GPU time / ours"},
+        "peers": [{"name": p.name, "version": p.version, "device": p.device_name} for p in peers],
+        "results": [],
+    }
+
+
+def write_json(report: dict, path: str) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def plot(report: dict, path: str) -> None:
+    """A grouped bar chart of GB/s per case: ours, the peers, the ceiling (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in report["results"] if r["status"] == "ok"]
+    series = [("dmlgpu", [r["gbps"] for r in rows], "tab:blue")]
+    colours = iter(["tab:orange", "tab:green", "tab:purple"])
+    for peer in report["peers"]:
+        series.append((peer["name"], [r["peers"][peer["name"]]["gbps"] for r in rows], next(colours, "tab:red")))
+    series.append(("ceiling (same bytes)", [r["ceiling"]["gbps"] for r in rows], "lightgray"))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(rows) + 2), 4.8))
+    width = 0.8 / len(series)
+    for i, (name, values, colour) in enumerate(series):
+        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(rows))]
+        ax.bar(xs, values, width, label=name, color=colour)
+        if i == 0:
+            for x, r in zip(xs, rows):
+                text = f"{r['pct_of_ceiling']:.0f}%" if r["correct"] else "WRONG"
+                ax.annotate(text, (x, r["gbps"]), ha="center", va="bottom", fontsize=7,
+                            color="black" if r["correct"] else "red")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([r["name"] + (" (latency)" if r["latency"] else "") for r in rows], rotation=30, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("GB/s (bytes that must move / GPU time)")
+    ax.set_title(f"dmlgpu {report['dmlgpu_version']} on {report['device']} ({report['backend']}), "
+                 f"{report['suite']} suite, {report['date'][:10]}\n% = of the in-run ceiling", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(target, dpi=120)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def main(device, args) -> int:
+    """``dmlgpu bench``: 0 when every case ran (or was skipped) and answered right, 1 if any
+    was wrong or failed, 2 for a bad request (no such case, --plot without matplotlib)."""
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("dmlgpu bench: --plot needs matplotlib, which is not importable here "
+                  "(pip install matplotlib); nothing was run", file=sys.stderr)
+            return 2
+    suite = load_suite("quick" if args.quick else "full")
+    cases = [c for c in suite.cases if not args.case or any(s in c.name for s in args.case)]
+    if not cases:
+        print(f"dmlgpu bench: no case of the {suite.name} suite matches {args.case}; cases: "
+              f"{', '.join(c.name for c in suite.cases)}", file=sys.stderr)
+        return 2
+    if args.repeats is not None and args.repeats < 1:
+        print(f"dmlgpu bench: --repeats is {args.repeats}, but it must be at least 1", file=sys.stderr)
+        return 2
+
+    peers = find_peers()
+    report = report_header(device, suite, peers)
+    print(f"dmlgpu {report['dmlgpu_version']} bench, {suite.name} suite, on {device.name} ({device.runner.backend}); "
+          f"peers: {', '.join(f'{p.name} {p.version} on {p.device_name}' for p in peers) or 'none importable'}", flush=True)
+    warm_bytes = max(math.prod(c.shape) * c.dtype.size for c in cases)
+    print(f"warm-up: {_fmt_time(warm_up(device.runner, min(warm_bytes, 256 << 20), suite.warmup_s))} of GPU time",
+          file=sys.stderr)
+    print(header(peers), flush=True)
+    bench = Bench(device, suite, args.repeats, peers)
+    failed = 0
+    for i, case in enumerate(cases, 1):
+        print(f"[{i}/{len(cases)}] {case.name} ...", file=sys.stderr, flush=True)
+        try:
+            result = bench.run_case(case)
+        except Exception as err:  # report and go on: one broken case must not hide the others
+            result = {**case.to_json(), "status": "error", "reason": f"{type(err).__name__}: {err}"}
+        failed += result["status"] == "error" or result.get("correct") is False
+        report["results"].append(result)
+        print(line(result, peers), flush=True)
+        if args.json:
+            write_json(report, args.json)  # after every case, so a crash keeps what ran
+    counts = {s: sum(r["status"] == s for r in report["results"]) for s in ("ok", "skipped", "error")}
+    wrong = sum(r.get("correct") is False for r in report["results"])
+    print(f"{counts['ok']} ran ({wrong} wrong), {counts['skipped']} skipped, {counts['error']} failed"
+          + (f"; results in {args.json}" if args.json else ""))
+    if args.plot:
+        plot(report, args.plot)
+        print(f"plot in {args.plot}")
+    return 1 if failed else 0

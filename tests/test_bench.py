@@ -1,0 +1,121 @@
+"""The benchmark: its suites, its ceiling kernels, and one quick case end to end through the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dmlgpu import bench, cli
+from dmlgpu.types import DataType
+
+
+@pytest.mark.parametrize("name", ["quick", "full"])
+def test_suites_load_and_describe_valid_operators(name):
+    suite = bench.load_suite(name)
+    names = [c.name for c in suite.cases]
+    assert len(names) == len(set(names)), "case names must be unique: --case filters by them"
+    assert suite.repeats >= 1 and suite.warmup_s > 0
+    for case in suite.cases:
+        case.descriptor()  # raises DescriptorError if a case is not a valid operator
+
+
+def test_full_suite_inputs_are_above_the_l2_cache():
+    """PERFORMANCE.md: bandwidth figures need inputs well above the 50-60 MB L2."""
+    for case in bench.load_suite("full").cases:
+        if not case.latency:
+            assert math.prod(case.shape) * case.dtype.size >= 256 << 20, case.name
+
+
+def test_quick_suite_is_small():
+    for case in bench.load_suite("quick").cases:
+        assert math.prod(case.shape) * case.dtype.size <= 8 << 20, case.name
+
+
+def test_case_rejects_unknown_keys_and_ops():
+    with pytest.raises(ValueError, match="unknown keys"):
+        bench.Case.from_json({"name": "x", "op": "argmax", "dtype": "FLOAT32", "shape": [4], "axes": [0], "size": 4})
+    with pytest.raises(ValueError, match="op is 'sum'"):
+        bench.Case("x", "sum", "FLOAT32", (4,), (0,))
+
+
+def test_host_data_rarely_ties_even_in_float16():
+    case = bench.Case("x", "argmax", DataType.FLOAT16, (64, 4096), (1,))
+    x = bench.host_data(case, np.random.default_rng(0))
+    assert x.dtype == np.float16 and x.shape == (64, 4096) and np.isfinite(x).all()
+    tied = ((x == x.max(axis=1, keepdims=True)).sum(axis=1) > 1).sum()
+    assert tied <= 2
+
+
+def _quads(device, words: np.ndarray):
+    runner = device.runner
+    return runner, runner.storage(words.nbytes, words)
+
+
+def test_read_ceiling_folds_its_stride_with_max(device):
+    rng = np.random.default_rng(1)
+    vec4s = 5000  # 5 workgroups of 256 threads: each thread folds about 4 quads
+    words = rng.integers(0, 2**32, size=4 * vec4s + 3, dtype=np.uint32)  # 12 bytes past the last quad
+    runner, src = _quads(device, words)
+    ceiling = bench.Ceiling(runner, "read", src, words.nbytes)
+    try:
+        threads = ceiling.grid[0] * bench.CEILING_WG
+        assert ceiling.grid == (5, 1, 1) and ceiling.bytes == 16 * vec4s + 4 * threads
+        ceiling.run()
+        got = np.frombuffer(runner.read(ceiling.dst, 4 * threads), np.uint32)
+        quads = words[: 4 * vec4s].reshape(vec4s, 4)
+        want = np.array([quads[t::threads].max() if t < vec4s else 0 for t in range(threads)], np.uint32)
+        np.testing.assert_array_equal(got, want)
+        assert ceiling.gpu_times(2).min() > 0
+    finally:
+        ceiling.release()
+        src.destroy()
+
+
+def test_copy_ceiling_copies_the_bytes(device):
+    rng = np.random.default_rng(2)
+    words = rng.integers(0, 2**32, size=4 * 3000, dtype=np.uint32)
+    runner, src = _quads(device, words)
+    ceiling = bench.Ceiling(runner, "copy", src, words.nbytes)
+    try:
+        assert ceiling.bytes == 2 * words.nbytes
+        ceiling.run()
+        np.testing.assert_array_equal(np.frombuffer(runner.read(ceiling.dst, words.nbytes), np.uint32), words)
+    finally:
+        ceiling.release()
+        src.destroy()
+
+
+def test_a_case_too_big_for_one_binding_is_skipped_not_run(device):
+    limit = device.runner.capabilities.max_storage_binding
+    case = bench.Case("huge", "argmax", DataType.FLOAT32, (limit // 4 + 16,), (0,))
+    result = bench.Bench(device, bench.load_suite("quick"), None, []).run_case(case)
+    assert result["status"] == "skipped"
+    assert result["reason"] == f"needs {(limit // 4 + 16) * 4} bytes in one binding, adapter binds {limit}"
+
+
+def test_bench_quick_case_through_the_cli_writes_json(tmp_path, capsys):
+    path = tmp_path / "results" / "quick.json"
+    rc = cli.main(["bench", "--quick", "--case", "llm_argmax", "--repeats", "3", "--json", str(path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "llm_argmax" in out
+    report = json.loads(path.read_text())
+    for key in ("dmlgpu_version", "date", "device", "backend", "suite", "peers", "results"):
+        assert key in report
+    assert report["suite"] == "quick" and report["device"]
+    (result,) = report["results"]
+    assert result["name"] == "llm_argmax" and result["status"] == "ok" and result["correct"] is True
+    assert result["repeats"] == 3 and len(result["gpu_samples_s"]) == 3
+    assert result["bytes"] == 151936 * 4 + 4
+    for value in (result["gpu_s"], result["gbps"], result["ceiling"]["gpu_s"], result["ceiling"]["gbps"],
+                  result["pct_of_ceiling"], result["e2e_s"], result["e2e_resident_s"]):
+        assert value > 0
+    assert result["ceiling"]["kernel"] == "read_ceiling"
+
+
+def test_bench_rejects_a_filter_that_matches_nothing(capsys):
+    assert cli.main(["bench", "--quick", "--case", "no-such-case"]) == 2
+    assert "no case of the quick suite" in capsys.readouterr().err
