@@ -167,17 +167,21 @@ class Runner:
     def _encode(self, encoder, steps, clear, timestamps=None) -> None:
         """Record the steps (pipeline, params, src, dst, grid), ``clear`` zeroed first.
 
-        ``timestamps`` = (query set, first index): the first pass writes the begin time
-        and the last pass the end time.
+        ``timestamps`` = (query set, first index): the begin time is written before the
+        clear (or by the first pass) and the end time by the last pass.
         """
+        queries, first = timestamps if timestamps is not None else (None, 0)
         if clear is not None:
+            if queries is not None:  # an empty pass, so that the clear is inside the timing
+                encoder.begin_compute_pass(
+                    timestamp_writes={"query_set": queries, "beginning_of_pass_write_index": first}
+                ).end()
             encoder.clear_buffer(clear)
         for i, (pipeline, params, src, dst, grid) in enumerate(steps):
             writes = None
-            if timestamps is not None:
-                queries, first = timestamps
+            if queries is not None:
                 writes = {"query_set": queries}
-                if i == 0:
+                if i == 0 and clear is None:
                     writes["beginning_of_pass_write_index"] = first
                 if i == len(steps) - 1:
                     writes["end_of_pass_write_index"] = first + 1
@@ -196,7 +200,7 @@ class Runner:
     def gpu_times(self, steps, *, clear=None, repeats: int = 10) -> np.ndarray:
         """Seconds each of ``repeats`` back-to-back runs of the steps took, from timestamp queries.
 
-        The timestamps bracket the passes; a clear of the output is outside them.
+        The timestamps bracket the passes and the clear of the output, if any.
         """
         if "timestamp-query" not in self.features:
             raise AdapterError(f"adapter {self.name!r} has no timestamp-query feature")
