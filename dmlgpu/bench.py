@@ -223,54 +223,6 @@ def warm_up(runner, nbytes: int, seconds: float) -> float:
 # ----------------------------------------------------------------------------- our operator
 
 
-def _times_with_clear(compiled, inp, out, repeats: int) -> np.ndarray:
-    """GPU seconds of HARDMAX's whole work: the clear of its output, then its passes.
-
-    ``Runner.gpu_times`` brackets the passes only, and HARDMAX first zeroes its output
-    with ``clear_buffer``, outside the timestamps, though that clear writes every output
-    byte. Here an empty pass writes the start timestamp before the clear, and the last pass
-    the end one. Each repeat is submitted and waited for on its own, so that the start
-    timestamp (which no barrier orders after earlier work) cannot fall inside the previous
-    repeat. A stopgap, on the runner's and the operator's internals, until
-    ``Runner.gpu_times`` can time a clear itself.
-    """
-    import wgpu
-
-    runner = compiled.device.runner
-    device = runner.device
-    steps = compiled._steps(inp, out)
-    bind_groups = [runner._bind(params, src, dst) for _, params, src, dst, _ in steps]
-    queries = device.create_query_set(type="timestamp", count=2)
-    resolved = device.create_buffer(size=16, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
-    readable = runner.storage(16)
-    times = []
-    try:
-        for _ in range(repeats):
-            encoder = device.create_command_encoder()
-            marker = encoder.begin_compute_pass(
-                timestamp_writes={"query_set": queries, "beginning_of_pass_write_index": 0})
-            marker.end()
-            encoder.clear_buffer(out._buffer)
-            for i, ((pipeline, _, _, _, grid), bind_group) in enumerate(zip(steps, bind_groups)):
-                last = i == len(steps) - 1
-                compute = encoder.begin_compute_pass(
-                    timestamp_writes={"query_set": queries, "end_of_pass_write_index": 1} if last else None)
-                compute.set_pipeline(pipeline)
-                compute.set_bind_group(0, bind_group)
-                compute.dispatch_workgroups(*grid)
-                compute.end()
-            encoder.resolve_query_set(queries, 0, 2, resolved, 0)
-            encoder.copy_buffer_to_buffer(resolved, 0, readable, 0, 16)
-            device.queue.submit([encoder.finish()])
-            ticks = np.frombuffer(runner.read(readable, 16), np.uint64)
-            times.append(float(ticks[1] - ticks[0]) * 1e-9)
-    finally:
-        resolved.destroy()
-        readable.destroy()
-        queries.destroy()
-    return np.array(times)
-
-
 # ----------------------------------------------------------------------------- peers
 
 
@@ -497,12 +449,8 @@ class Bench:
                               red.input.total_tensor_size_in_bytes)
             buffers += [ceiling.dst, ceiling.params]
 
-            if case.op == "hardmax":
-                def ours(n):
-                    return _times_with_clear(compiled, inp, out, n)
-            else:
-                def ours(n):
-                    return compiled.gpu_times(inp, out, n)
+            def ours(n):  # HARDMAX's clear of its output is timed with it
+                return compiled.gpu_times(inp, out, n)
             variants.update(ours=ours, ceiling=ceiling.gpu_times)
             # Untimed: two of each variant (the first also compiles and allocates).
             first = {name: variant(2) for name, variant in variants.items()}
@@ -644,9 +592,8 @@ def _commit() -> str | None:
 
 
 def report_header(device, suite: Suite, peers: list) -> dict:
-    import wgpu
-
     import dmlgpu
+    from .runner import wgpu_version
 
     info = device.info()
     return {
@@ -659,7 +606,7 @@ def report_header(device, suite: Suite, peers: list) -> dict:
         "adapter_type": info["type"],
         "limits": {k: info["limits"].get(k) for k in ("max-storage-buffer-binding-size", "max-buffer-size")},
         "features_used": info["features_used"],
-        "host": {"python": platform.python_version(), "numpy": np.__version__, "wgpu": wgpu.__version__,
+        "host": {"python": platform.python_version(), "numpy": np.__version__, "wgpu": wgpu_version(),
                  "machine": platform.machine()},
         "method": {"gbps": "bytes that must move (input once + output once) / median GPU time",
                    "ceiling": "read_ceiling.wgsl (argmax/argmin) or copy_ceiling.wgsl (hardmax) over the same input",

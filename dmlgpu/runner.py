@@ -33,6 +33,10 @@ NO_ADAPTER_HELP = (
 )
 
 
+def wgpu_version() -> str:
+    return wgpu.__version__
+
+
 def adapters() -> list:
     """Every adapter wgpu can see."""
     return list(wgpu.gpu.enumerate_adapters_sync())
@@ -198,7 +202,7 @@ class Runner:
         self.device.queue.submit([encoder.finish()])
 
     def gpu_times(self, steps, *, clear=None, repeats: int = 10) -> np.ndarray:
-        """Seconds each of ``repeats`` back-to-back runs of the steps took, from timestamp queries.
+        """Seconds each of ``repeats`` runs of the steps took, from timestamp queries.
 
         The timestamps bracket the passes and the clear of the output, if any.
         """
@@ -209,9 +213,15 @@ class Runner:
         resolve_target = self.device.create_buffer(
             size=16 * repeats, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
         )
-        encoder = self.device.create_command_encoder()
+        # Each repeat is submitted and waited for alone: the empty pass that starts the
+        # timing before a clear depends on nothing, so without the wait it could run while
+        # the previous repeat is still busy.
         for i in range(repeats):
+            encoder = self.device.create_command_encoder()
             self._encode(encoder, steps, clear, (queries, 2 * i))
+            self.device.queue.submit([encoder.finish()])
+            self.read(resolved, 4)  # waits for the queue (on_submitted_work_done_sync is broken in wgpu-py 0.32)
+        encoder = self.device.create_command_encoder()
         encoder.resolve_query_set(queries, 0, 2 * repeats, resolve_target, 0)
         encoder.copy_buffer_to_buffer(resolve_target, 0, resolved, 0, 16 * repeats)
         self.device.queue.submit([encoder.finish()])
