@@ -29,28 +29,33 @@ def _normalize_axes(axes: Axes, rank: int) -> tuple[int, ...]:
     return tuple(a + rank if isinstance(a, (int, np.integer)) and -rank <= a < 0 else a for a in axes)
 
 
+def _axes_key(axes):
+    """``axes`` in a hashable form for the call cache (what it holds is checked later)."""
+    if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
+        return axes
+    return tuple(axes)
+
+
 def _output_type(value) -> DataType:
     if isinstance(value, (str, DataType)):
         return DataType.parse(value, "output_data_type")
     return DataType.from_numpy(value, "output_data_type")
 
 
-def _run(make_desc, x, device: Device | None, nan_mode):
-    """Describe ``x``, build its descriptor with ``make_desc``, compile and run it."""
+def _run(make_desc, signature: tuple, x, device: Device | None, nan_mode):
+    """Compile (once per call signature) the descriptor ``make_desc`` builds for ``x``'s
+    layout, and run it: a ``Tensor`` stays on the GPU, a NumPy array comes back."""
     device = device or default_device()
     if isinstance(x, Tensor):
         return device.compile(make_desc(x.desc), nan_mode=nan_mode).run(x)
     if not isinstance(x, np.ndarray):
         x = np.asarray(x)
-    desc, span = layout.describe(x)
-    compiled = device.compile(make_desc(desc), nan_mode=nan_mode)
-    source = device.upload(x)
-    result = compiled.run(source)
-    try:
-        return result.numpy()
-    finally:
-        source.release()
-        result.release()
+    key = (signature, str(nan_mode), x.dtype.str, x.shape, x.strides)
+    compiled = device.by_call.get(key)
+    if compiled is None:
+        desc, _ = layout.describe(x)
+        compiled = device.by_call[key] = device.compile(make_desc(desc), nan_mode=nan_mode)
+    return compiled(x)
 
 
 def _index_operator(cls, x, axes, axis_direction, output_data_type, nan_mode, device):
@@ -62,7 +67,7 @@ def _index_operator(cls, x, axes, axis_direction, output_data_type, nan_mode, de
         sizes = tuple(1 if i in red_axes else n for i, n in enumerate(desc.sizes))
         return cls(desc, TensorDesc(out_type, sizes), red_axes, direction)
 
-    return _run(make_desc, x, device, nan_mode)
+    return _run(make_desc, (cls, _axes_key(axes), direction, out_type), x, device, nan_mode)
 
 
 def argmax(x, axes: Axes, *, axis_direction="increasing", output_data_type="uint32", nan_mode="ignore",
@@ -91,4 +96,4 @@ def hardmax(x, axes: Axes, *, nan_mode="ignore", device: Device | None = None):
     def make_desc(desc: TensorDesc):
         return ActivationHardmax1OperatorDesc(desc, TensorDesc(desc.data_type, desc.sizes), _normalize_axes(axes, desc.rank))
 
-    return _run(make_desc, x, device, nan_mode)
+    return _run(make_desc, ("hardmax", _axes_key(axes)), x, device, nan_mode)

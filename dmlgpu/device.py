@@ -43,7 +43,7 @@ class Tensor:
     def release(self) -> None:
         """Free the GPU memory now rather than when the object is collected."""
         if self._buffer is not None:
-            self._buffer.destroy()
+            self.device.runner.release(self._buffer)
             self._buffer = None
 
     def __repr__(self) -> str:
@@ -89,6 +89,7 @@ class CompiledOperator:
             for source, grid in zip(self.sources, grids)
         ]
         self._scratch = runner.storage(self.plan.partial_bytes) if self.plan.partial_bytes else None
+        self._io: tuple[Tensor, Tensor] | None = None  # buffers of the NumPy-in, NumPy-out path
 
     def _steps(self, input: Tensor, output: Tensor) -> list:
         """The passes with their buffers: through the scratch pairs when the plan splits."""
@@ -116,14 +117,15 @@ class CompiledOperator:
         return self.device.runner.gpu_times(self._steps(input, output), clear=self._clear(output), repeats=repeats)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        """Upload a logical array, run, and read the logical result back."""
-        source = self.device.upload(x, self.input_desc)
-        result = self.run(source)
-        try:
-            return result.numpy()
-        finally:
-            source.release()
-            result.release()
+        """NumPy in, NumPy out: the logical array ``x`` is laid out in the input descriptor's
+        strides; the upload, the passes and the read-back share one submit, and the GPU
+        buffers are kept for the next call."""
+        data = layout.bytes_for(self.input_desc, x)
+        if self._io is None:
+            self._io = (self.device.empty(self.input_desc), self.device.empty(self.output_desc))
+        source, result = self._io
+        self.device.runner.write(source._buffer, data)
+        return self.run(source, result).numpy()
 
 
 class Device:
@@ -139,6 +141,7 @@ class Device:
         self.tuning = tuning
         self.runner = Runner(adapter, int64=int64)
         self._compiled: dict = {}
+        self.by_call: dict = {}  # the NumPy-level API's compiled operators, by call signature
 
     @property
     def name(self) -> str:
@@ -164,13 +167,10 @@ class Device:
         without a host-side copy). With ``desc``, ``x`` is the logical tensor and is laid
         out in the descriptor's strides.
         """
-        own, span = layout.describe(x)
         if desc is None:
-            desc = own
+            desc, span = layout.describe(x)
         else:
-            layout.check_logical(desc, x)
-            if own.element_strides != desc.element_strides:
-                span = layout.lay_out(desc, x)
+            span = layout.bytes_for(desc, x)
         buffer = self.runner.storage(max(desc.total_tensor_size_in_bytes, span.nbytes), span)
         return Tensor(self, desc, buffer)
 

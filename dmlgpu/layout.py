@@ -74,6 +74,14 @@ def describe(x: np.ndarray, field: str = "x") -> tuple[TensorDesc, np.ndarray]:
     return desc, span
 
 
+def bytes_for(desc: TensorDesc, x: np.ndarray, field: str = "x") -> np.ndarray:
+    """The logical array ``x`` as bytes in ``desc``'s layout: ``x``'s own memory when the
+    layouts agree (no copy), else a fresh buffer laid out."""
+    check_logical(desc, x, field)
+    own, span = describe(x, field)
+    return span if own.element_strides == desc.element_strides else lay_out(desc, x, field)
+
+
 def lay_out(desc: TensorDesc, x: np.ndarray, field: str = "x") -> np.ndarray:
     """A zeroed buffer of ``desc``'s size holding the logical array ``x`` in its layout."""
     check_logical(desc, x, field)

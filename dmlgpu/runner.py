@@ -27,6 +27,9 @@ _LAYOUT_ENTRIES = [
     {"binding": 2, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
 ]
 
+#: Read-back buffers up to this size are kept for the next read of the same size.
+_STAGING_KEPT_BYTES = 1 << 20
+
 NO_ADAPTER_HELP = (
     "no GPU adapter was found; on a machine without a GPU install Mesa's lavapipe "
     "(Debian: apt-get install mesa-vulkan-drivers libvulkan1)"
@@ -107,6 +110,11 @@ class Runner:
         self._bind_layout = self.device.create_bind_group_layout(entries=_LAYOUT_ENTRIES)
         self._pipeline_layout = self.device.create_pipeline_layout(bind_group_layouts=[self._bind_layout])
         self._pipelines: dict[str, object] = {}
+        # Work is recorded into one encoder and submitted when a result is read (or before
+        # a write or a release): a submit costs about 200 us through wgpu-native, so a
+        # call's upload, passes and read-back share one.
+        self._pending = None
+        self._staging: dict[int, object] = {}  # MAP_READ buffers by size, reused
 
     @property
     def name(self) -> str:
@@ -149,7 +157,12 @@ class Runner:
         )
 
     def write(self, buffer, data) -> None:
-        """Write bytes to the start of a buffer, padding the tail to 4 bytes."""
+        """Write bytes to the start of a buffer, padding the tail to 4 bytes.
+
+        Recorded work is submitted first: a queue write lands before the next submit's
+        commands, so it must not overtake passes recorded earlier that read the buffer.
+        """
+        self.flush()
         raw = memoryview(data).cast("B")
         whole = len(raw) & ~3
         if whole:
@@ -196,10 +209,24 @@ class Runner:
             compute.end()
 
     def dispatch(self, steps, *, clear=None) -> None:
-        """Run the steps (pipeline, params, src, dst, grid) in order; zero ``clear`` first."""
-        encoder = self.device.create_command_encoder()
-        self._encode(encoder, steps, clear)
-        self.device.queue.submit([encoder.finish()])
+        """Record the steps (pipeline, params, src, dst, grid); zero ``clear`` first.
+
+        They run at the next submit: a read, a write, a release or ``flush``.
+        """
+        if self._pending is None:
+            self._pending = self.device.create_command_encoder()
+        self._encode(self._pending, steps, clear)
+
+    def flush(self) -> None:
+        """Submit the recorded work."""
+        if self._pending is not None:
+            encoder, self._pending = self._pending, None
+            self.device.queue.submit([encoder.finish()])
+
+    def release(self, buffer) -> None:
+        """Destroy a buffer once the work recorded so far no longer needs it."""
+        self.flush()
+        buffer.destroy()
 
     def gpu_times(self, steps, *, clear=None, repeats: int = 10) -> np.ndarray:
         """Seconds each of ``repeats`` runs of the steps took, from timestamp queries.
@@ -208,6 +235,7 @@ class Runner:
         """
         if "timestamp-query" not in self.features:
             raise AdapterError(f"adapter {self.name!r} has no timestamp-query feature")
+        self.flush()
         queries = self.device.create_query_set(type="timestamp", count=2 * repeats)
         resolved = self.storage(16 * repeats)
         resolve_target = self.device.create_buffer(
@@ -231,6 +259,21 @@ class Runner:
         queries.destroy()
         return (ticks[:, 1] - ticks[:, 0]).astype(np.float64) * 1e-9  # WebGPU timestamps are nanoseconds
 
-    def read(self, buffer, nbytes: int) -> memoryview:
-        """The first ``nbytes`` of a buffer (rounded up to 4), once the queue has finished."""
-        return self.device.queue.read_buffer(buffer, 0, max(4, (nbytes + 3) & ~3))
+    def read(self, buffer, nbytes: int) -> bytes:
+        """The first ``nbytes`` of a buffer, after all recorded work: one submit, one map."""
+        size = max(4, (nbytes + 3) & ~3)
+        staging = self._staging.pop(size, None) or self.device.create_buffer(
+            size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+        )
+        if self._pending is None:
+            self._pending = self.device.create_command_encoder()
+        self._pending.copy_buffer_to_buffer(buffer, 0, staging, 0, size)
+        self.flush()
+        staging.map_sync("READ")
+        data = staging.read_mapped(copy=True)
+        staging.unmap()
+        if size <= _STAGING_KEPT_BYTES:
+            self._staging[size] = staging
+        else:
+            staging.destroy()
+        return data[:nbytes]
