@@ -27,10 +27,12 @@ class Tuning:
     long_row: int = 128
     #: Split reductions until this many workgroups (workgroup kernel) or threads (thread
     #: kernel) are in flight, but not into chunks shorter than the minimum.
-    target_workgroups: int = 1024
+    target_workgroups: int = 4096
     min_chunk_workgroup: int = 8192
     target_threads: int = 2**18
     min_chunk_thread: int = 64
+    #: Splits into more chunks than this merge with a workgroup per output.
+    merge_workgroup_above: int = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +67,7 @@ class Plan:
     each output's elements to partial (key, index) pairs, the second merges them.
     """
 
-    kernel: str  # the first pass's template: "reduce_workgroup" or "reduce_thread"
+    kernel: str  # the first pass's template: "reduce_workgroup", "reduce_thread" or "reduce_columns"
     loader: str  # how elements are read: "load_packed", "load_quads" or "load_pairs"
     op: str  # "argmax", "argmin" or "hardmax"
     input_type: DataType
@@ -79,7 +81,8 @@ class Plan:
     split: int  # chunks per output
     chunk: int  # reduced elements per chunk
     grid: tuple[int, int, int]  # the first pass's
-    merge_grid: tuple[int, int, int] | None  # the second pass's, when split > 1
+    merge_kernel: str | None  # the second pass's template, when split > 1
+    merge_grid: tuple[int, int, int] | None
 
     @property
     def output_count(self) -> int:
@@ -171,6 +174,17 @@ def elements_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[D
     return per_quad if all(d.in_stride % per_quad == 0 for d in kept) else 0
 
 
+def outputs_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...]) -> int:
+    """Outputs whose elements share each 16-byte load when neighbouring outputs are
+    contiguous and every quad is aligned (reductions over outer axes), else 0."""
+    size = red.input.data_type.size
+    if size > 4 or not kept or kept[-1].in_stride != 1:
+        return 0
+    per_quad = 16 // size
+    aligned = kept[-1].size % per_quad == 0 and all(d.in_stride % per_quad == 0 for d in kept[:-1] + reduced)
+    return per_quad if aligned else 0
+
+
 def _split(count: int, outputs: int, target: int, min_chunk: int, align: int) -> tuple[int, int]:
     """(chunks, chunk length): enough work items for ``target``, chunks of at least ``min_chunk``."""
     chunks = max(1, min(math.ceil(target / outputs), count // min_chunk))
@@ -187,12 +201,17 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     outputs = math.prod(d.size for d in kept)
     count = math.prod(d.size for d in reduced)
     per_quad = elements_per_quad(red, reduced, kept)
+    columns = outputs_per_quad(red, reduced, kept)
     wg = tuning.workgroup_size
     long_rows = bool(reduced) and reduced[-1].in_stride == 1 and count >= tuning.long_row
     if long_rows:
         kernel = "reduce_workgroup"
         split, chunk = _split(count, outputs, tuning.target_workgroups, tuning.min_chunk_workgroup, per_quad)
         groups = outputs * split
+    elif columns:
+        kernel = "reduce_columns"
+        split, chunk = _split(count, outputs // columns, tuning.target_threads, tuning.min_chunk_thread, 0)
+        groups = math.ceil(outputs // columns * split / wg)
     else:
         kernel = "reduce_thread"
         split, chunk = _split(count, outputs, tuning.target_threads, tuning.min_chunk_thread, per_quad)
@@ -200,7 +219,12 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     if red.input.data_type.size == 8:
         loader = "load_pairs"
     else:
-        loader = "load_quads" if per_quad else "load_packed"
+        loader = "load_quads" if per_quad or kernel == "reduce_columns" else "load_packed"
+    merge_kernel = merge_grid = None
+    if split > 1:
+        by_workgroup = split > tuning.merge_workgroup_above
+        merge_kernel = "merge_partials_workgroup" if by_workgroup else "merge_partials"
+        merge_grid = grid_for(outputs if by_workgroup else math.ceil(outputs / wg), caps.max_workgroups_per_dim)
     max_dim = caps.max_workgroups_per_dim
     return Plan(
         kernel=kernel,
@@ -217,5 +241,6 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         split=split,
         chunk=chunk,
         grid=grid_for(groups, max_dim),
-        merge_grid=grid_for(math.ceil(outputs / wg), max_dim) if split > 1 else None,
+        merge_kernel=merge_kernel,
+        merge_grid=merge_grid,
     )

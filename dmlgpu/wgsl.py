@@ -72,8 +72,11 @@ def shader_sources(plan: Plan) -> list[str]:
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
     first_store = "store_partial" if plan.split > 1 else _store_part(plan)
     passes = [["common", key, plan.loader, "fold", first_store, plan.kernel]]
-    if plan.split > 1:
-        passes.append(["common", key, "load_partials", _store_part(plan), "merge_partials"])
+    if plan.merge_kernel:
+        passes.append(["common", key, "load_partials", _store_part(plan), plan.merge_kernel])
+    for parts in passes:  # workgroup-wide kernels merge through the tree
+        if parts[-1].endswith("_workgroup"):
+            parts.insert(-1, "tree")
     return [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
 
 

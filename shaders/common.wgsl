@@ -69,6 +69,12 @@ fn better(a: Pair, b: Pair) -> bool {
     return select(a.index > b.index, a.index < b.index, INCREASING);
 }
 
+// The tie rule when `key`'s index is known to be larger than best's, as in a thread's
+// own walk through its elements: strictly greater wins (INCREASING), or equal (DECREASING).
+fn later_wins(best: Pair, key: Key) -> bool {
+    return select(key_gt(key, best.key), !key_gt(best.key, key), !INCREASING);
+}
+
 fn merge(a: Pair, b: Pair) -> Pair {
     if (better(a, b)) {
         return a;

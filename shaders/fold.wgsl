@@ -12,10 +12,16 @@ fn fold_strided(base: u32, start: u32, end: u32, first: u32, step: u32, best: pt
     if (first >= end - start) {
         return;
     }
+    // Indices only grow along a thread's walk, and best starts at the chunk's first.
     var r = start + first;
-    *best = merge(*best, pair_at(base, r));
-    while (end - r > step) {  // written so that r never wraps past 2^32 - 1
+    loop {
+        let k = load_key(base + reduced_offsets(r).x);
+        if (later_wins(*best, k)) {
+            *best = Pair(k, r);
+        }
+        if (end - r <= step) {  // written so that r never wraps past 2^32 - 1
+            break;
+        }
         r += step;
-        *best = merge(*best, pair_at(base, r));
     }
 }

@@ -9,16 +9,31 @@ const PER_QUAD: u32 = 4u * PER_WORD;
 const BIT_MASK: u32 = 0xffffffffu >> (32u - BITS);
 
 fn load_key(e: u32) -> Key {
-    let word = src[e / PER_QUAD][(e / PER_WORD) % 4u];
-    return key_of_bits((word >> ((e % PER_WORD) * BITS)) & BIT_MASK);
+    return key_of_bits(quad_bits(src[e / PER_QUAD], e % PER_QUAD));
 }
 
-// Merge the PER_QUAD elements of quad `q`, whose first has reduced index `r`.
+fn quad_bits(words: vec4<u32>, j: u32) -> u32 {
+    return (words[j / PER_WORD] >> ((j % PER_WORD) * BITS)) & BIT_MASK;
+}
+
+// Merge the PER_QUAD elements of quad `q`, whose first has reduced index `r` (larger than
+// best's index): the quad's largest key first, and only a quad that wins looks for which
+// of its elements holds it (the first for INCREASING, the last for DECREASING).
 fn fold_quad(q: u32, r: u32, best: ptr<function, Pair>) {
     let words = src[q];
-    for (var j = 0u; j < PER_QUAD; j++) {
-        let bits = (words[j / PER_WORD] >> ((j % PER_WORD) * BITS)) & BIT_MASK;
-        *best = merge(*best, Pair(key_of_bits(bits), r + j));
+    var top = key_of_bits(quad_bits(words, 0u));
+    for (var j = 1u; j < PER_QUAD; j++) {
+        top = max(top, key_of_bits(quad_bits(words, j)));
+    }
+    if (!later_wins(*best, top)) {
+        return;
+    }
+    for (var i = 0u; i < PER_QUAD; i++) {
+        let j = select(PER_QUAD - 1u - i, i, INCREASING);
+        if (key_of_bits(quad_bits(words, j)) == top) {
+            *best = Pair(top, r + j);
+            return;
+        }
     }
 }
 

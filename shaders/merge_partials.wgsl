@@ -1,5 +1,5 @@
-// The second pass of a split reduction: a thread per output merges its chunks' pairs, in
-// chunk order, and stores the winner. Constants: WG.
+// The second pass of a split reduction with few chunks: a thread per output merges its
+// chunks' pairs and stores the winner. Constants: WG.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {

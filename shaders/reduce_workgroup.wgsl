@@ -1,9 +1,7 @@
 // A workgroup per work item (an output, or one chunk of an output's reduction when the plan
 // splits it): the threads fold the chunk with stride WG, then a tree in workgroup memory
-// merges their pairs, the tie rule applied at every step, and thread 0 stores the winner.
+// (tree.wgsl) merges their pairs and thread 0 stores the winner.
 // Constants: WG.
-
-var<workgroup> wg_pairs: array<Pair, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -22,15 +20,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var best = pair_at(base.x, start);
     fold_range(base.x, start, end, lid, WG, &best);
 
-    wg_pairs[lid] = best;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            wg_pairs[lid] = merge(wg_pairs[lid], wg_pairs[lid + s]);
-        }
-        workgroupBarrier();
-    }
+    let winner = workgroup_best(lid, best);
     if (lid == 0u) {
-        store_result(chunk * outputs + o, base.y, wg_pairs[0]);
+        store_result(chunk * outputs + o, base.y, winner);
     }
 }

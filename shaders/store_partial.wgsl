@@ -1,5 +1,5 @@
 // The first pass of a split reduction: each work item's best pair, as (key high, key low,
-// index, 0) at its slot (chunk * outputs + output), for merge_partials.wgsl to finish.
+// index, 0) at its slot (chunk * outputs + output), for a merge_partials kernel to finish.
 
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
 

@@ -319,6 +319,18 @@ def test_resident_chain(device):
     assert_same(hot.numpy(), oracle.hardmax(x, 1))
 
 
+def test_repeated_calls_see_new_data(device):
+    """The NumPy path keeps its GPU buffers between calls; each call must still read its own data."""
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        x = rng.standard_normal((7, 300)).astype(np.float32)
+        assert dmlgpu.argmax(x, [1], device=device).ravel().tolist() == np.argmax(x, axis=1).tolist()
+        assert dmlgpu.argmin(x, [0, 1], device=device).item() == np.argmin(x)
+    big = np.zeros((7, 300), np.float32)
+    big[3, 17] = 1
+    assert dmlgpu.argmax(big, (0, 1), device=device).item() == 3 * 300 + 17
+
+
 def test_pipelines_are_reused(device):
     before = device.runner.pipeline_count
     for n in (10, 20, 30):
@@ -383,7 +395,7 @@ def small_tuning_device():
     from dmlgpu.plan import Tuning
 
     return dmlgpu.Device(tuning=Tuning(long_row=16, target_workgroups=64, min_chunk_workgroup=24,
-                                       target_threads=512, min_chunk_thread=5))
+                                       target_threads=512, min_chunk_thread=5, merge_workgroup_above=16))
 
 
 KERNEL_CASES = [
@@ -398,6 +410,11 @@ KERNEL_CASES = [
     (DataType.FLOAT16, (999, 8), (1,), "packed", "reduce_thread", "load_quads", False),
     (DataType.INT32, (40, 30, 20), (0, 2), "padded", "reduce_workgroup", "load_packed", True),
     (DataType.UINT32, (9, 333), (1,), "broadcast", "reduce_thread", "load_packed", True),  # stride 0
+    (DataType.FLOAT32, (64, 16), (0,), "packed", "reduce_columns", "load_quads", True),
+    (DataType.FLOAT16, (40, 3, 32), (0, 1), "packed", "reduce_columns", "load_quads", True),
+    (DataType.INT8, (20, 3, 64), (0, 1), "packed", "reduce_columns", "load_quads", True),
+    (DataType.UINT16, (7, 24), (0,), "packed", "reduce_columns", "load_quads", False),
+    (DataType.FLOAT32, (5000,), (0,), "packed", "reduce_workgroup", "load_quads", True),  # many chunks
 ]
 
 
@@ -418,3 +435,15 @@ def test_every_kernel_against_oracle(small_tuning_device, op, data_type, shape, 
     for direction in directions:
         kwargs = {"nan_mode": "propagate"} if op == "hardmax" else {"axis_direction": direction}
         assert_same(*run_both(op, x, axes, small_tuning_device, **kwargs))
+
+
+def test_kernel_cases_reach_every_pass(small_tuning_device):
+    """The table above runs every first-pass kernel, loader and merge kernel the planner has."""
+    seen = set()
+    for data_type, shape, axes, layout, *_ in KERNEL_CASES:
+        rng = np.random.default_rng(0)
+        x = in_layout(tie_values(data_type, shape, rng), layout, rng)
+        p = small_tuning_device.compile(ArgMaxOperatorDesc(dmlgpu.layout.describe(x)[0], axes=axes)).plan
+        seen |= {p.kernel, p.loader, p.merge_kernel}
+    assert seen >= {"reduce_workgroup", "reduce_thread", "reduce_columns", "load_quads", "load_packed",
+                    "load_pairs", "merge_partials", "merge_partials_workgroup"}

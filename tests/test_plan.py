@@ -42,13 +42,14 @@ def test_kept_dims_put_smallest_input_stride_innermost():
     [
         ((4096, 65536), [1], "reduce_workgroup", "load_quads", 1),  # long rows
         ((1, 151936), [1], "reduce_workgroup", "load_quads", 18),  # one long row: split
-        ((2**28,), [0], "reduce_workgroup", "load_quads", 1024),  # all axes: split
-        ((65536, 4096), [0], "reduce_thread", "load_packed", 64),  # outer axis: columns, split
-        ((16, 21, 512, 512), [1], "reduce_thread", "load_packed", 1),  # middle axis
+        ((2**28,), [0], "reduce_workgroup", "load_quads", 4096),  # all axes: split
+        ((65536, 4096), [0], "reduce_columns", "load_quads", 256),  # outer axis: columns, split
+        ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1),  # middle axis
         ((16777216, 8), [1], "reduce_thread", "load_quads", 1),  # many tiny rows
         ((1048576, 3), [1], "reduce_thread", "load_packed", 1),  # rows not 16-byte aligned
-        ((8, 16777216), [0], "reduce_thread", "load_packed", 1),
-        ((64, 128, 4096), [0, 2], "reduce_workgroup", "load_packed", 8),  # multi-axis
+        ((8, 16777216), [0], "reduce_columns", "load_quads", 1),
+        ((1048576, 3), [0], "reduce_thread", "load_packed", 16384),  # 3 columns: not a quad
+        ((64, 128, 4096), [0, 2], "reduce_workgroup", "load_packed", 32),  # multi-axis
     ],
 )
 def test_kernel_choice_by_shape(sizes, axes, kernel, loader, split):
@@ -65,6 +66,14 @@ def test_quads_need_16_byte_aligned_rows():
     assert argmax_plan((64, 1024), [1], data_type="FLOAT16", strides=(1032, 1)).loader == "load_quads"
     assert argmax_plan((64, 1024), [1], data_type="INT64").loader == "load_pairs"
     assert argmax_plan((64, 1024), [1], data_type="UINT8", strides=(1032, 1)).loader == "load_packed"  # 1032 % 16
+
+
+def test_merge_kernel_follows_the_number_of_chunks():
+    few = argmax_plan((1, 151936), [1])
+    many = argmax_plan((2**28,), [0])
+    assert few.merge_kernel == "merge_partials" and few.merge_grid == (1, 1, 1)
+    assert many.merge_kernel == "merge_partials_workgroup" and many.merge_grid == (1, 1, 1)
+    assert argmax_plan((4096, 65536), [1]).merge_kernel is None
 
 
 def test_quad_chunks_are_whole_quads():

@@ -1,0 +1,19 @@
+// The second pass of a split reduction with many chunks: a workgroup per output, its
+// threads merging the chunks' pairs with stride WG, then a tree (tree.wgsl). Constants: WG.
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let o = workgroup_index(wid);
+    let outputs = params.counts.x;
+    if (o >= outputs) {
+        return;
+    }
+    var best = partial(o);
+    for (var chunk = lid; chunk < params.split.x; chunk += WG) {
+        best = merge(best, partial(chunk * outputs + o));
+    }
+    let winner = workgroup_best(lid, best);
+    if (lid == 0u) {
+        store_result(o, kept_offsets(o).y, winner);
+    }
+}
