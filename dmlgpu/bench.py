@@ -189,7 +189,7 @@ class Ceiling:
 
     @property
     def steps(self) -> list:
-        return [(self.pipeline, self.params, self.src, self.dst, self.grid)]
+        return [(self.pipeline, self.runner.bind(self.params, self.src, self.dst), self.grid)]
 
     def run(self) -> None:
         self.runner.dispatch(self.steps)

@@ -89,12 +89,13 @@ class CompiledOperator:
             for source, grid in zip(self.sources, grids)
         ]
         self._scratch = runner.storage(self.plan.partial_bytes) if self.plan.partial_bytes else None
-        self._io: tuple[Tensor, Tensor] | None = None  # buffers of the NumPy-in, NumPy-out path
+        self._io = None  # (input, output, steps) of the NumPy-in, NumPy-out path, made on first use
 
     def _steps(self, input: Tensor, output: Tensor) -> list:
-        """The passes with their buffers: through the scratch pairs when the plan splits."""
+        """The passes bound to their buffers: through the scratch pairs when the plan splits."""
         buffers = [input._buffer, self._scratch, output._buffer] if self._scratch else [input._buffer, output._buffer]
-        return [(pipeline, params, buffers[i], buffers[i + 1], grid)
+        bind = self.device.runner.bind
+        return [(pipeline, bind(params, buffers[i], buffers[i + 1]), grid)
                 for i, (pipeline, params, grid) in enumerate(self._passes)]
 
     def _clear(self, output: Tensor):
@@ -122,10 +123,13 @@ class CompiledOperator:
         buffers are kept for the next call."""
         data = layout.bytes_for(self.input_desc, x)
         if self._io is None:
-            self._io = (self.device.empty(self.input_desc), self.device.empty(self.output_desc))
-        source, result = self._io
-        self.device.runner.write(source._buffer, data)
-        return self.run(source, result).numpy()
+            source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
+            self._io = (source, result, self._steps(source, result))
+        source, result, steps = self._io
+        runner = self.device.runner
+        runner.write(source._buffer, data)
+        runner.dispatch(steps, clear=self._clear(result))
+        return result.numpy()
 
 
 class Device:

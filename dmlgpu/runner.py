@@ -171,7 +171,8 @@ class Runner:
             tail = bytes(raw[whole:]) + bytes(4 - (len(raw) - whole))
             self.device.queue.write_buffer(buffer, whole, tail)
 
-    def _bind(self, params, src, dst):
+    def bind(self, params, src, dst):
+        """The bind group of one pass: its parameters, input and output buffers."""
         return self.device.create_bind_group(
             layout=self._bind_layout,
             entries=[
@@ -182,7 +183,7 @@ class Runner:
         )
 
     def _encode(self, encoder, steps, clear, timestamps=None) -> None:
-        """Record the steps (pipeline, params, src, dst, grid), ``clear`` zeroed first.
+        """Record the steps (pipeline, bind group, grid), ``clear`` zeroed first.
 
         ``timestamps`` = (query set, first index): the begin time is written before the
         clear (or by the first pass) and the end time by the last pass.
@@ -194,7 +195,7 @@ class Runner:
                     timestamp_writes={"query_set": queries, "beginning_of_pass_write_index": first}
                 ).end()
             encoder.clear_buffer(clear)
-        for i, (pipeline, params, src, dst, grid) in enumerate(steps):
+        for i, (pipeline, bind_group, grid) in enumerate(steps):
             writes = None
             if queries is not None:
                 writes = {"query_set": queries}
@@ -204,12 +205,12 @@ class Runner:
                     writes["end_of_pass_write_index"] = first + 1
             compute = encoder.begin_compute_pass(timestamp_writes=writes)
             compute.set_pipeline(pipeline)
-            compute.set_bind_group(0, self._bind(params, src, dst))
+            compute.set_bind_group(0, bind_group)
             compute.dispatch_workgroups(*grid)
             compute.end()
 
     def dispatch(self, steps, *, clear=None) -> None:
-        """Record the steps (pipeline, params, src, dst, grid); zero ``clear`` first.
+        """Record the steps (pipeline, bind group, grid); zero ``clear`` first.
 
         They run at the next submit: a read, a write, a release or ``flush``.
         """

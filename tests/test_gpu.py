@@ -394,7 +394,7 @@ def small_tuning_device():
     """Thresholds shrunk so that small inputs split, and short rows count as long."""
     from dmlgpu.plan import Tuning
 
-    return dmlgpu.Device(tuning=Tuning(long_row=16, target_workgroups=64, min_chunk_workgroup=24,
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, unroll=2, long_row=16, target_workgroups=64, min_chunk_workgroup=24,
                                        target_threads=512, min_chunk_thread=5, merge_workgroup_above=16))
 
 
