@@ -23,8 +23,6 @@ class Tuning:
     """The planner's thresholds. Tests shrink them to reach every path on small inputs."""
 
     workgroup_size: int = 256
-    #: 16-byte loads a thread issues before folding any of them.
-    unroll: int = 4
     #: Reductions at least this long over contiguous elements get a workgroup each.
     long_row: int = 128
     #: Split reductions until this many workgroups (workgroup kernel) or threads (thread
@@ -80,7 +78,6 @@ class Plan:
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
-    unroll: int
     split: int  # chunks per output
     chunk: int  # reduced elements per chunk
     grid: tuple[int, int, int]  # the first pass's
@@ -241,7 +238,6 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         kept=kept,
         reduced=reduced,
         workgroup_size=wg,
-        unroll=tuning.unroll,
         split=split,
         chunk=chunk,
         grid=grid_for(groups, max_dim),

@@ -198,11 +198,12 @@ class Runner:
         for i, (pipeline, bind_group, grid) in enumerate(steps):
             writes = None
             if queries is not None:
-                writes = {"query_set": queries}
+                indices = {}
                 if i == 0 and clear is None:
-                    writes["beginning_of_pass_write_index"] = first
+                    indices["beginning_of_pass_write_index"] = first
                 if i == len(steps) - 1:
-                    writes["end_of_pass_write_index"] = first + 1
+                    indices["end_of_pass_write_index"] = first + 1
+                writes = {"query_set": queries, **indices} if indices else None
             compute = encoder.begin_compute_pass(timestamp_writes=writes)
             compute.set_pipeline(pipeline)
             compute.set_bind_group(0, bind_group)

@@ -67,7 +67,6 @@ def shader_sources(plan: Plan) -> list[str]:
         "KEPT_RANK": len(plan.kept),
         "RED_RANK": len(plan.reduced),
         "INCREASING": plan.increasing,
-        "UNROLL": plan.unroll,
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())

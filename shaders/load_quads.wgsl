@@ -1,6 +1,6 @@
 // Elements of BITS bits (8, 16 or 32) in rows that the plan found contiguous and aligned
 // to 16 bytes: read as quads of words (one 16-byte load), the ragged tail one by one.
-// Constants: BITS, UNROLL (quads loaded at once).
+// Constants: BITS.
 
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 
@@ -16,10 +16,11 @@ fn quad_bits(words: vec4<u32>, j: u32) -> u32 {
     return (words[j / PER_WORD] >> ((j % PER_WORD) * BITS)) & BIT_MASK;
 }
 
-// Merge the PER_QUAD elements of a quad of words, whose first has reduced index `r`
-// (larger than best's index): the quad's largest key first, and only a quad that wins
-// looks for which of its elements holds it (the first for INCREASING, the last for DECREASING).
-fn fold_quad(words: vec4<u32>, r: u32, best: ptr<function, Pair>) {
+// Merge the PER_QUAD elements of quad `q`, whose first has reduced index `r` (larger than
+// best's index): the quad's largest key first, and only a quad that wins looks for which
+// of its elements holds it (the first for INCREASING, the last for DECREASING).
+fn fold_quad(q: u32, r: u32, best: ptr<function, Pair>) {
+    let words = src[q];
     var top = key_of_bits(quad_bits(words, 0u));
     for (var j = 1u; j < PER_QUAD; j++) {
         top = max(top, key_of_bits(quad_bits(words, j)));
@@ -37,24 +38,12 @@ fn fold_quad(words: vec4<u32>, r: u32, best: ptr<function, Pair>) {
 }
 
 // Reduced elements [start, end) of the row at `base` (both multiples of PER_QUAD):
-// quads first + q * step for this thread, UNROLL of them loaded before any is folded so
-// that several loads are in flight, then the tail one by one.
+// quads first + q * step for this thread, then the tail.
 fn fold_range(base: u32, start: u32, end: u32, first: u32, step: u32, best: ptr<function, Pair>) {
     let quads = (end - start) / PER_QUAD;
     let q0 = (base + start) / PER_QUAD;
-    var q = first;
-    while (q + (UNROLL - 1u) * step < quads) {
-        var words: array<vec4<u32>, UNROLL>;
-        for (var u = 0u; u < UNROLL; u++) {
-            words[u] = src[q0 + q + u * step];
-        }
-        for (var u = 0u; u < UNROLL; u++) {
-            fold_quad(words[u], start + (q + u * step) * PER_QUAD, best);
-        }
-        q += UNROLL * step;
-    }
-    for (; q < quads; q += step) {
-        fold_quad(src[q0 + q], start + q * PER_QUAD, best);
+    for (var q = first; q < quads; q += step) {
+        fold_quad(q0 + q, start + q * PER_QUAD, best);
     }
     fold_strided(base, start + quads * PER_QUAD, end, first, step, best);
 }

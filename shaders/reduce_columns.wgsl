@@ -2,17 +2,7 @@
 // reductions over outer or middle axes, where outputs are contiguous in memory. Each step
 // loads one quad and advances the PER_QUAD outputs' pairs together, so a warp reads
 // 512 contiguous bytes per load. The plan checked that every quad is aligned.
-// Constants: WG, UNROLL, PER_QUAD (from load_quads.wgsl).
-
-// Element j of the quad belongs to output j; `r` is larger than every index in best.
-fn fold_column_quad(best: ptr<function, array<Pair, PER_QUAD>>, words: vec4<u32>, r: u32) {
-    for (var j = 0u; j < PER_QUAD; j++) {
-        let k = key_of_bits(quad_bits(words, j));
-        if (later_wins((*best)[j], k)) {
-            (*best)[j] = Pair(k, r);
-        }
-    }
-}
+// Constants: WG, PER_QUAD (from load_quads.wgsl).
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -33,20 +23,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var j = 0u; j < PER_QUAD; j++) {
         best[j] = Pair(key_of_bits(quad_bits(first, j)), start);
     }
-    // UNROLL rows' quads are loaded before any is folded, so that several loads are in flight.
-    var r = start + 1u;
-    while (end - r >= UNROLL) {
-        var words: array<vec4<u32>, UNROLL>;
-        for (var u = 0u; u < UNROLL; u++) {
-            words[u] = src[(base + reduced_offsets(r + u).x) / PER_QUAD];
+    for (var r = start + 1u; r < end; r++) {
+        let words = src[(base + reduced_offsets(r).x) / PER_QUAD];
+        for (var j = 0u; j < PER_QUAD; j++) {
+            let k = key_of_bits(quad_bits(words, j));
+            if (later_wins(best[j], k)) {
+                best[j] = Pair(k, r);
+            }
         }
-        for (var u = 0u; u < UNROLL; u++) {
-            fold_column_quad(&best, words[u], r + u);
-        }
-        r += UNROLL;
-    }
-    for (; r < end; r++) {
-        fold_column_quad(&best, src[(base + reduced_offsets(r).x) / PER_QUAD], r);
     }
     for (var j = 0u; j < PER_QUAD; j++) {
         store_result(chunk * outputs + o + j, kept_offsets(o + j).y, best[j]);

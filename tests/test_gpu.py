@@ -394,7 +394,7 @@ def small_tuning_device():
     """Thresholds shrunk so that small inputs split, and short rows count as long."""
     from dmlgpu.plan import Tuning
 
-    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, unroll=2, long_row=16, target_workgroups=64, min_chunk_workgroup=24,
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, long_row=16, target_workgroups=64, min_chunk_workgroup=24,
                                        target_threads=512, min_chunk_thread=5, merge_workgroup_above=16))
 
 
@@ -435,6 +435,20 @@ def test_every_kernel_against_oracle(small_tuning_device, op, data_type, shape, 
     for direction in directions:
         kwargs = {"nan_mode": "propagate"} if op == "hardmax" else {"axis_direction": direction}
         assert_same(*run_both(op, x, axes, small_tuning_device, **kwargs))
+
+
+@pytest.mark.parametrize("op", ["argmax", "hardmax"])
+def test_gpu_times_of_one_and_two_passes(small_tuning_device, device, op):
+    """Timing brackets every pass (and HARDMAX's clear) and leaves the results right."""
+    x = np.random.default_rng(2).standard_normal((3, 2000)).astype(np.float32)
+    cls = ActivationHardmax1OperatorDesc if op == "hardmax" else ArgMaxOperatorDesc
+    for dev, passes in ((device, 1), (small_tuning_device, 2)):
+        compiled = dev.compile(cls(TensorDesc("FLOAT32", x.shape), axes=[1]))
+        assert len(compiled.sources) == passes
+        source, result = dev.upload(x), dev.empty(compiled.output_desc)
+        times = compiled.gpu_times(source, result, repeats=3)
+        assert times.shape == (3,) and (times > 0).all()
+        assert_same(result.numpy(), getattr(oracle, op)(x, 1))
 
 
 def test_kernel_cases_reach_every_pass(small_tuning_device):
