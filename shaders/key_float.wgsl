@@ -10,17 +10,20 @@ alias Key = u32;
 // maps to 0 or 0xffffffff: those keys belong to NaN bit patterns.
 const NAN_KEY: u32 = select(0u, 0xffffffffu, NAN_PROPAGATE);
 
-fn key_of_bits(b: u32) -> Key {
-    let magnitude = b & F_ABS;
-    if (magnitude > F_INF) {
-        return NAN_KEY;
-    }
+// Four elements' keys at once (the shaders fold 16-byte quads); key_of_bits is one lane.
+fn key_of_bits4(b: vec4<u32>) -> vec4<u32> {
+    let magnitude = b & vec4<u32>(F_ABS);
     // Negative numbers reverse their order; -0.0 takes +0.0's key (they tie).
-    var k = select(magnitude | F_SIGN, (F_SIGN - 1u) - magnitude, (b & F_SIGN) != 0u && magnitude != 0u);
+    let negative = ((b & vec4<u32>(F_SIGN)) != vec4<u32>(0u)) & (magnitude != vec4<u32>(0u));
+    var k = select(magnitude | vec4<u32>(F_SIGN), vec4<u32>(F_SIGN - 1u) - magnitude, negative);
     if (MINIMIZE) {
         k = ~k;
     }
-    return k;
+    return select(k, vec4<u32>(NAN_KEY), magnitude > vec4<u32>(F_INF));
+}
+
+fn key_of_bits(b: u32) -> Key {
+    return key_of_bits4(vec4<u32>(b)).x;
 }
 
 fn key_gt(a: Key, b: Key) -> bool {

@@ -3,12 +3,17 @@
 
 alias Key = u32;
 
-fn key_of_bits(b: u32) -> Key {
-    var k = b ^ SIGN_FLIP;
+// Four elements' keys at once (the shaders fold 16-byte quads); key_of_bits is one lane.
+fn key_of_bits4(b: vec4<u32>) -> vec4<u32> {
+    var k = b ^ vec4<u32>(SIGN_FLIP);
     if (MINIMIZE) {
         k = ~k;
     }
     return k;
+}
+
+fn key_of_bits(b: u32) -> Key {
+    return key_of_bits4(vec4<u32>(b)).x;
 }
 
 fn key_gt(a: Key, b: Key) -> bool {

@@ -16,14 +16,21 @@ fn quad_bits(words: vec4<u32>, j: u32) -> u32 {
     return (words[j / PER_WORD] >> ((j % PER_WORD) * BITS)) & BIT_MASK;
 }
 
+// The keys of part p of a quad: element w * PER_WORD + p of each word w.
+fn quad_keys(words: vec4<u32>, p: u32) -> vec4<u32> {
+    return key_of_bits4((words >> vec4<u32>(p * BITS)) & vec4<u32>(BIT_MASK));
+}
+
 // Merge the PER_QUAD elements of quad `q`, whose first has reduced index `r` (larger than
-// best's index): the quad's largest key first, and only a quad that wins looks for which
-// of its elements holds it (the first for INCREASING, the last for DECREASING).
+// best's index): the quad's largest key first, part by part with whole-vector operations,
+// and only a quad that wins looks for which of its elements holds it (the first for
+// INCREASING, the last for DECREASING).
 fn fold_quad(q: u32, r: u32, best: ptr<function, Pair>) {
     let words = src[q];
-    var top = key_of_bits(quad_bits(words, 0u));
-    for (var j = 1u; j < PER_QUAD; j++) {
-        top = max(top, key_of_bits(quad_bits(words, j)));
+    var top = 0u;  // no key is below 0
+    for (var p = 0u; p < PER_WORD; p++) {
+        let k = quad_keys(words, p);
+        top = max(top, max(max(k.x, k.y), max(k.z, k.w)));
     }
     if (!later_wins(*best, top)) {
         return;

@@ -18,21 +18,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let end = start + min(params.split.y, params.counts.y - start);
     let base = kept_offsets(o).x;
 
-    var best: array<Pair, PER_QUAD>;
+    // Part p of a quad holds element w * PER_WORD + p of word w, which belongs to output
+    // o + w * PER_WORD + p; each part's keys and indices advance as whole vectors.
+    var best_key: array<vec4<u32>, PER_WORD>;
+    var best_index: array<vec4<u32>, PER_WORD>;
     let first = src[(base + reduced_offsets(start).x) / PER_QUAD];
-    for (var j = 0u; j < PER_QUAD; j++) {
-        best[j] = Pair(key_of_bits(quad_bits(first, j)), start);
+    for (var p = 0u; p < PER_WORD; p++) {
+        best_key[p] = quad_keys(first, p);
+        best_index[p] = vec4<u32>(start);
     }
     for (var r = start + 1u; r < end; r++) {
         let words = src[(base + reduced_offsets(r).x) / PER_QUAD];
-        for (var j = 0u; j < PER_QUAD; j++) {
-            let k = key_of_bits(quad_bits(words, j));
-            if (later_wins(best[j], k)) {
-                best[j] = Pair(k, r);
-            }
+        for (var p = 0u; p < PER_WORD; p++) {
+            let k = quad_keys(words, p);
+            // r is larger than every index held: the simplified tie rule (common.wgsl).
+            let wins = select(k >= best_key[p], k > best_key[p], INCREASING);
+            best_key[p] = select(best_key[p], k, wins);
+            best_index[p] = select(best_index[p], vec4<u32>(r), wins);
         }
     }
     for (var j = 0u; j < PER_QUAD; j++) {
-        store_result(chunk * outputs + o + j, kept_offsets(o + j).y, best[j]);
+        let p = j % PER_WORD;
+        let w = j / PER_WORD;
+        store_result(chunk * outputs + o + j, kept_offsets(o + j).y, Pair(best_key[p][w], best_index[p][w]));
     }
 }
