@@ -23,12 +23,13 @@ class Tuning:
     """The planner's thresholds. Tests shrink them to reach every path on small inputs."""
 
     workgroup_size: int = 256
-    #: Reductions at least this long over contiguous elements get a workgroup each.
-    long_row: int = 128
-    #: Split reductions until this many workgroups (workgroup kernel) or threads (thread
+    #: Contiguous rows get threads enough that each makes this many loads (a power of two,
+    #: at most a workgroup of threads per row).
+    loads_per_thread: int = 1
+    #: Split reductions until this many workgroups (segments kernel) or threads (thread
     #: kernel) are in flight, but not into chunks shorter than the minimum.
     target_workgroups: int = 4096
-    min_chunk_workgroup: int = 8192
+    min_chunk_per_lane: int = 32
     target_threads: int = 2**18
     min_chunk_thread: int = 64
     #: Splits into more chunks than this merge with a workgroup per output.
@@ -67,7 +68,7 @@ class Plan:
     each output's elements to partial (key, index) pairs, the second merges them.
     """
 
-    kernel: str  # the first pass's template: "reduce_workgroup", "reduce_thread" or "reduce_columns"
+    kernel: str  # the first pass's template: "reduce_segments", "reduce_thread" or "reduce_columns"
     loader: str  # how elements are read: "load_packed", "load_quads" or "load_pairs"
     op: str  # "argmax", "argmin" or "hardmax"
     input_type: DataType
@@ -78,6 +79,7 @@ class Plan:
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
+    segment: int  # threads per work item of reduce_segments (1 for the other kernels)
     split: int  # chunks per output
     chunk: int  # reduced elements per chunk
     grid: tuple[int, int, int]  # the first pass's
@@ -185,6 +187,10 @@ def outputs_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Di
     return per_quad if aligned else 0
 
 
+def _power_of_two_at_least(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
 def _split(count: int, outputs: int, target: int, min_chunk: int, align: int) -> tuple[int, int]:
     """(chunks, chunk length): enough work items for ``target``, chunks of at least ``min_chunk``."""
     chunks = max(1, min(math.ceil(target / outputs), count // min_chunk))
@@ -203,11 +209,15 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     per_quad = elements_per_quad(red, reduced, kept)
     columns = outputs_per_quad(red, reduced, kept)
     wg = tuning.workgroup_size
-    long_rows = bool(reduced) and reduced[-1].in_stride == 1 and count >= tuning.long_row
-    if long_rows:
-        kernel = "reduce_workgroup"
-        split, chunk = _split(count, outputs, tuning.target_workgroups, tuning.min_chunk_workgroup, per_quad)
-        groups = outputs * split
+    segment = 1
+    if reduced and reduced[-1].in_stride == 1:  # contiguous rows
+        kernel = "reduce_segments"
+        loads = math.ceil(count / per_quad) if per_quad else count
+        segment = min(wg, _power_of_two_at_least(math.ceil(loads / tuning.loads_per_thread)))
+        per_workgroup = wg // segment
+        split, chunk = _split(count, outputs, tuning.target_workgroups * per_workgroup,
+                              tuning.min_chunk_per_lane * segment, per_quad)
+        groups = math.ceil(outputs * split / per_workgroup)
     elif columns:
         kernel = "reduce_columns"
         split, chunk = _split(count, outputs // columns, tuning.target_threads, tuning.min_chunk_thread, 0)
@@ -238,6 +248,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         kept=kept,
         reduced=reduced,
         workgroup_size=wg,
+        segment=segment,
         split=split,
         chunk=chunk,
         grid=grid_for(groups, max_dim),

@@ -67,6 +67,7 @@ def shader_sources(plan: Plan) -> list[str]:
         "KEPT_RANK": len(plan.kept),
         "RED_RANK": len(plan.reduced),
         "INCREASING": plan.increasing,
+        "SEG": plan.segment,
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
@@ -74,8 +75,8 @@ def shader_sources(plan: Plan) -> list[str]:
     passes = [["common", key, plan.loader, "fold", first_store, plan.kernel]]
     if plan.merge_kernel:
         passes.append(["common", key, "load_partials", _store_part(plan), plan.merge_kernel])
-    for parts in passes:  # workgroup-wide kernels merge through the tree
-        if parts[-1].endswith("_workgroup"):
+    for parts in passes:  # kernels whose threads cooperate merge through the tree
+        if parts[-1] in ("reduce_segments", "merge_partials_workgroup"):
             parts.insert(-1, "tree")
     return [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
 

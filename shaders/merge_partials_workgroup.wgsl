@@ -12,7 +12,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var chunk = lid; chunk < params.split.x; chunk += WG) {
         best = merge(best, partial(chunk * outputs + o));
     }
-    let winner = workgroup_best(lid, best);
+    let winner = segment_best(lid, best, WG);
     if (lid == 0u) {
         store_result(o, kept_offsets(o).y, winner);
     }

@@ -394,27 +394,30 @@ def small_tuning_device():
     """Thresholds shrunk so that small inputs split, and short rows count as long."""
     from dmlgpu.plan import Tuning
 
-    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, long_row=16, target_workgroups=64, min_chunk_workgroup=24,
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_workgroups=64, min_chunk_per_lane=1,
                                        target_threads=512, min_chunk_thread=5, merge_workgroup_above=16))
 
 
 KERNEL_CASES = [
-    (DataType.FLOAT32, (6, 1000), (1,), "packed", "reduce_workgroup", "load_quads", True),
-    (DataType.FLOAT16, (3, 997), (1,), "packed", "reduce_workgroup", "load_packed", True),
-    (DataType.INT8, (4, 1024), (1,), "packed", "reduce_workgroup", "load_quads", True),
-    (DataType.UINT16, (1500,), (0,), "packed", "reduce_workgroup", "load_quads", True),
-    (DataType.INT64, (2, 700), (1,), "packed", "reduce_workgroup", "load_pairs", True),
+    (DataType.FLOAT32, (6, 1000), (1,), "packed", "reduce_segments", "load_quads", True),
+    (DataType.FLOAT16, (3, 997), (1,), "packed", "reduce_segments", "load_packed", True),
+    (DataType.INT8, (4, 1024), (1,), "packed", "reduce_segments", "load_quads", True),
+    (DataType.UINT16, (1500,), (0,), "packed", "reduce_segments", "load_quads", True),
+    (DataType.INT64, (2, 700), (1,), "packed", "reduce_segments", "load_pairs", True),
     (DataType.FLOAT32, (700, 5), (0,), "packed", "reduce_thread", "load_packed", True),
     (DataType.UINT8, (300, 7, 6), (0, 2), "permuted", "reduce_thread", "load_packed", True),
-    (DataType.FLOAT32, (2000, 8), (1,), "packed", "reduce_thread", "load_quads", False),
-    (DataType.FLOAT16, (999, 8), (1,), "packed", "reduce_thread", "load_quads", False),
-    (DataType.INT32, (40, 30, 20), (0, 2), "padded", "reduce_workgroup", "load_packed", True),
+    (DataType.FLOAT32, (2000, 8), (1,), "packed", "reduce_segments", "load_quads", False),  # 16 rows a group
+    (DataType.FLOAT16, (999, 8), (1,), "packed", "reduce_segments", "load_quads", False),  # a thread a row
+    (DataType.INT32, (40, 30, 20), (0, 2), "padded", "reduce_segments", "load_packed", True),
     (DataType.UINT32, (9, 333), (1,), "broadcast", "reduce_thread", "load_packed", True),  # stride 0
     (DataType.FLOAT32, (64, 16), (0,), "packed", "reduce_columns", "load_quads", True),
     (DataType.FLOAT16, (40, 3, 32), (0, 1), "packed", "reduce_columns", "load_quads", True),
     (DataType.INT8, (20, 3, 64), (0, 1), "packed", "reduce_columns", "load_quads", True),
     (DataType.UINT16, (7, 24), (0,), "packed", "reduce_columns", "load_quads", False),
-    (DataType.FLOAT32, (5000,), (0,), "packed", "reduce_workgroup", "load_quads", True),  # many chunks
+    (DataType.FLOAT32, (5000,), (0,), "packed", "reduce_segments", "load_quads", True),  # many chunks
+    (DataType.FLOAT32, (37, 20), (1,), "packed", "reduce_segments", "load_quads", True),  # 4 rows a group
+    (DataType.UINT8, (51, 13), (1,), "packed", "reduce_segments", "load_packed", False),  # rows unaligned
+    (DataType.INT16, (30, 9, 4), (0, 1), "packed", "reduce_thread", "load_packed", True),  # strided rows
 ]
 
 
@@ -459,5 +462,5 @@ def test_kernel_cases_reach_every_pass(small_tuning_device):
         x = in_layout(tie_values(data_type, shape, rng), layout, rng)
         p = small_tuning_device.compile(ArgMaxOperatorDesc(dmlgpu.layout.describe(x)[0], axes=axes)).plan
         seen |= {p.kernel, p.loader, p.merge_kernel}
-    assert seen >= {"reduce_workgroup", "reduce_thread", "reduce_columns", "load_quads", "load_packed",
+    assert seen >= {"reduce_segments", "reduce_thread", "reduce_columns", "load_quads", "load_packed",
                     "load_pairs", "merge_partials", "merge_partials_workgroup"}

@@ -38,23 +38,24 @@ def test_kept_dims_put_smallest_input_stride_innermost():
 
 
 @pytest.mark.parametrize(
-    "sizes, axes, kernel, loader, split",
+    "sizes, axes, kernel, loader, segment, split",
     [
-        ((4096, 65536), [1], "reduce_workgroup", "load_quads", 1),  # long rows
-        ((1, 151936), [1], "reduce_workgroup", "load_quads", 18),  # one long row: split
-        ((2**28,), [0], "reduce_workgroup", "load_quads", 4096),  # all axes: split
-        ((65536, 4096), [0], "reduce_columns", "load_quads", 256),  # outer axis: columns, split
-        ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1),  # middle axis
-        ((16777216, 8), [1], "reduce_thread", "load_quads", 1),  # many tiny rows
-        ((1048576, 3), [1], "reduce_thread", "load_packed", 1),  # rows not 16-byte aligned
-        ((8, 16777216), [0], "reduce_columns", "load_quads", 1),
-        ((1048576, 3), [0], "reduce_thread", "load_packed", 16384),  # 3 columns: not a quad
-        ((64, 128, 4096), [0, 2], "reduce_workgroup", "load_packed", 32),  # multi-axis
+        ((4096, 65536), [1], "reduce_segments", "load_quads", 256, 1),  # long rows: a workgroup each
+        ((1, 151936), [1], "reduce_segments", "load_quads", 256, 18),  # one long row: split
+        ((2**28,), [0], "reduce_segments", "load_quads", 256, 4096),  # all axes: split
+        ((65536, 4096), [0], "reduce_columns", "load_quads", 1, 256),  # outer axis: columns, split
+        ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1, 1),  # middle axis
+        ((16777216, 8), [1], "reduce_segments", "load_quads", 2, 1),  # many tiny rows: 128 a group
+        ((4194304, 64), [1], "reduce_segments", "load_quads", 16, 1),
+        ((1048576, 3), [1], "reduce_segments", "load_packed", 4, 1),  # rows not 16-byte aligned
+        ((8, 16777216), [0], "reduce_columns", "load_quads", 1, 1),
+        ((1048576, 3), [0], "reduce_thread", "load_packed", 1, 16384),  # 3 columns: not a quad
+        ((64, 128, 4096), [0, 2], "reduce_segments", "load_packed", 256, 32),  # multi-axis
     ],
 )
-def test_kernel_choice_by_shape(sizes, axes, kernel, loader, split):
+def test_kernel_choice_by_shape(sizes, axes, kernel, loader, segment, split):
     p = argmax_plan(sizes, axes)
-    assert (p.kernel, p.loader, p.split) == (kernel, loader, split)
+    assert (p.kernel, p.loader, p.segment, p.split) == (kernel, loader, segment, split)
     assert p.split * p.chunk >= p.reduced_count > (p.split - 1) * p.chunk
     assert all(side <= CAPS.max_workgroups_per_dim for side in p.grid)
     assert (p.merge_grid is None) == (p.split == 1)
@@ -77,7 +78,7 @@ def test_merge_kernel_follows_the_number_of_chunks():
 
 
 def test_quad_chunks_are_whole_quads():
-    p = argmax_plan((1, 100003), [1], tuning=Tuning(min_chunk_workgroup=100, target_workgroups=7))
+    p = argmax_plan((1, 100003), [1], tuning=Tuning(min_chunk_per_lane=1, target_workgroups=7))
     assert p.split == 7 and p.chunk % 4 == 0
 
 

@@ -1,0 +1,30 @@
+// SEG threads per work item (an output, or one chunk of an output's reduction when the plan
+// splits it). SEG = WG gives each long row a workgroup; a small SEG packs WG / SEG short
+// rows into a workgroup, so that a warp's loads cover neighbouring rows rather than one
+// element of 32 rows. The threads fold the chunk with stride SEG, a tree over each segment
+// (tree.wgsl) merges their pairs, and the segment's first thread stores the winner.
+// Constants: WG, SEG.
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let lane = lid % SEG;
+    let wanted = workgroup_index(wid) * (WG / SEG) + lid / SEG;
+    // Segments past the last item redo it and store nothing: every thread must reach the
+    // tree's barriers.
+    let item = min(wanted, params.split.z - 1u);
+    let outputs = params.counts.x;
+    let o = item % outputs;
+    let chunk = item / outputs;
+    let start = chunk * params.split.y;
+    let end = start + min(params.split.y, params.counts.y - start);
+    let base = kept_offsets(o);
+
+    // Every thread starts from the chunk's first element: a repeated pair never changes a merge.
+    var best = pair_at(base.x, start);
+    fold_range(base.x, start, end, lane, SEG, &best);
+
+    let winner = segment_best(lid, best, SEG);
+    if (lane == 0u && wanted < params.split.z) {
+        store_result(chunk * outputs + o, base.y, winner);
+    }
+}
