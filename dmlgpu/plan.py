@@ -25,7 +25,7 @@ class Tuning:
     workgroup_size: int = 256
     #: Contiguous rows get threads enough that each makes this many loads (a power of two,
     #: at most a workgroup of threads per row).
-    loads_per_thread: int = 1
+    loads_per_thread: int = 4
     #: Split reductions until this many workgroups (segments kernel) or threads (thread
     #: kernel) are in flight, but not into chunks shorter than the minimum.
     target_workgroups: int = 4096

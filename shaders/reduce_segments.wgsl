@@ -23,7 +23,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var best = pair_at(base.x, start);
     fold_range(base.x, start, end, lane, SEG, &best);
 
-    let winner = segment_best(lid, best, SEG);
+    var winner = best;
+    if (SEG > 1u) {  // a thread a row needs no tree, nor its barriers
+        winner = segment_best(lid, best, SEG);
+    }
     if (lane == 0u && wanted < params.split.z) {
         store_result(chunk * outputs + o, base.y, winner);
     }

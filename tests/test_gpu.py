@@ -394,7 +394,7 @@ def small_tuning_device():
     """Thresholds shrunk so that small inputs split, and short rows count as long."""
     from dmlgpu.plan import Tuning
 
-    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_workgroups=64, min_chunk_per_lane=1,
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=1, target_workgroups=64, min_chunk_per_lane=1,
                                        target_threads=512, min_chunk_thread=5, merge_workgroup_above=16))
 
 

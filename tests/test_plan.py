@@ -45,9 +45,9 @@ def test_kept_dims_put_smallest_input_stride_innermost():
         ((2**28,), [0], "reduce_segments", "load_quads", 256, 4096),  # all axes: split
         ((65536, 4096), [0], "reduce_columns", "load_quads", 1, 256),  # outer axis: columns, split
         ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1, 1),  # middle axis
-        ((16777216, 8), [1], "reduce_segments", "load_quads", 2, 1),  # many tiny rows: 128 a group
-        ((4194304, 64), [1], "reduce_segments", "load_quads", 16, 1),
-        ((1048576, 3), [1], "reduce_segments", "load_packed", 4, 1),  # rows not 16-byte aligned
+        ((16777216, 8), [1], "reduce_segments", "load_quads", 1, 1),  # many tiny rows: a thread a row
+        ((4194304, 64), [1], "reduce_segments", "load_quads", 4, 1),  # 64 rows a workgroup
+        ((1048576, 3), [1], "reduce_segments", "load_packed", 1, 1),  # rows not 16-byte aligned
         ((8, 16777216), [0], "reduce_columns", "load_quads", 1, 1),
         ((1048576, 3), [0], "reduce_thread", "load_packed", 1, 16384),  # 3 columns: not a quad
         ((64, 128, 4096), [0, 2], "reduce_segments", "load_packed", 256, 32),  # multi-axis
