@@ -198,26 +198,27 @@ class Ceiling:
         return self.runner.gpu_times(self.steps, repeats=repeats)
 
     def release(self) -> None:
-        self.dst.destroy()
-        self.params.destroy()
+        self.runner.release(self.dst)
+        self.runner.release(self.params)
 
 
-def warm_up(runner, nbytes: int, seconds: float) -> float:
-    """Keep the GPU reading for about ``seconds`` of wall time; returns the GPU seconds spent."""
+def warm_up(runner, nbytes: int, seconds: float) -> int:
+    """Keep the GPU reading, back to back, for about ``seconds`` of wall time, so that its
+    clock has ramped up before the first timing (PERFORMANCE.md); returns the reads made."""
     nbytes = max(16, min(nbytes, runner.capabilities.max_storage_binding) & ~15)
     src = runner.storage(nbytes)
     ceiling = Ceiling(runner, "read", src, nbytes)
-    busy, repeats, start = 0.0, 2, time.perf_counter()
+    steps, reads, start = ceiling.steps, 0, time.perf_counter()
     try:
         while time.perf_counter() - start < seconds:
-            spent = float(ceiling.gpu_times(repeats).sum())
-            busy += spent
-            if spent < 0.05:  # long bursts keep the GPU busy rather than waiting on the host
-                repeats = min(repeats * 4, 1000)
+            for _ in range(20):  # queued without waits; the read below waits for them all
+                runner.dispatch(steps)
+            runner.read(ceiling.dst, 4)
+            reads += 20
     finally:
         ceiling.release()
-        src.destroy()
-    return busy
+        runner.release(src)
+    return reads
 
 
 # ----------------------------------------------------------------------------- our operator
@@ -684,7 +685,7 @@ def main(device, args) -> int:
     print(f"dmlgpu {report['dmlgpu_version']} bench, {suite.name} suite, on {device.name} ({device.runner.backend}); "
           f"peers: {', '.join(f'{p.name} {p.version} on {p.device_name}' for p in peers) or 'none importable'}", flush=True)
     warm_bytes = max(math.prod(c.shape) * c.dtype.size for c in cases)
-    print(f"warm-up: {_fmt_time(warm_up(device.runner, min(warm_bytes, 256 << 20), suite.warmup_s))} of GPU time",
+    print(f"warm-up: {warm_up(device.runner, min(warm_bytes, 256 << 20), suite.warmup_s)} reads in {suite.warmup_s} s",
           file=sys.stderr)
     print(header(peers), flush=True)
     bench = Bench(device, suite, args.repeats, peers)

@@ -1,0 +1,109 @@
+"""Compare planner tunings on one GPU, interleaved in one process, beside the read ceiling and torch.
+
+    python benchmarks/compare_tunings.py "loads_per_thread=1" "loads_per_thread=4" ...
+
+Each argument is a set of ``dmlgpu.plan.Tuning`` fields (comma-separated ``name=value``; an empty
+string is the default tuning). Every variant gets its own ``Device``; per case, five rounds time
+each variant, the ceiling and torch (when importable) in turn, and the medians are printed as
+GB/s. Runs between machine starts differ by up to 20% (docs/performance.md): only compare
+figures from one run.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import dmlgpu
+from dmlgpu import oracle
+from dmlgpu.bench import Ceiling, host_data, load_suite, warm_up
+from dmlgpu.plan import Tuning
+
+
+def parse(spec: str) -> Tuning:
+    fields = dict(item.split("=") for item in spec.split(",") if item)
+    return Tuning(**{k: int(v) for k, v in fields.items()})
+
+
+def torch_timer(x: np.ndarray, case):
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    tx = torch.from_numpy(x).cuda()
+    axes = list(case.axes)
+    if case.op == "hardmax":
+        def fn():
+            return torch.zeros_like(tx).scatter_(axes[0], tx.argmax(axes[0], keepdim=True), 1.0)
+    else:
+        keep = [i for i in range(x.ndim) if i not in axes]
+        def fn():
+            y = tx.permute(keep + axes).reshape(*[x.shape[i] for i in keep], -1)
+            return y.argmax(-1) if case.op == "argmax" else y.argmin(-1)
+
+    def seconds(reps: int = 5) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        fn()
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) / reps / 1e3
+
+    return seconds
+
+
+def main(specs: list[str]) -> None:
+    specs = specs or [""]
+    devices = {spec or "default": dmlgpu.Device(tuning=parse(spec)) for spec in specs}
+    first = next(iter(devices.values()))
+    rng = np.random.default_rng(0)
+    warm_up(first.runner, 256 << 20, 1.5)
+    print(f"{first.name}; GB/s, median of 5 interleaved rounds")
+    print(f"{'case':14} " + " ".join(f"{name:>18}" for name in devices) + "   ceiling     torch")
+    for case in load_suite("full").cases:
+        need = case.descriptor().lower().input.total_tensor_size_in_bytes
+        if case.latency or need > first.runner.capabilities.max_storage_binding:
+            print(f"{case.name:14} skipped: {'a latency case' if case.latency else f'needs {need} bytes in one binding'}")
+            continue
+        x = host_data(case, rng)
+        runs = {}
+        for name, device in devices.items():
+            compiled = device.compile(case.descriptor())
+            source, result = device.upload(x, compiled.input_desc), device.empty(compiled.output_desc)
+            compiled.gpu_times(source, result, 2)
+            runs[name] = (compiled, source, result)
+        compiled, source, result = runs[next(iter(runs))]
+        ceiling = Ceiling(first.runner, "copy" if case.op == "hardmax" else "read", source._buffer,
+                          compiled.input_desc.total_tensor_size_in_bytes)
+        peer = torch_timer(x, case)
+        times = {name: [] for name in [*runs, "ceiling", "torch"]}
+        for _ in range(5):
+            for name, (c, s, r) in runs.items():
+                times[name].append(np.median(c.gpu_times(s, r, 3)))
+            times["ceiling"].append(np.median(ceiling.gpu_times(3)))
+            if peer:
+                times["torch"].append(peer())
+        nbytes = x.nbytes * (2 if case.op == "hardmax" else 1)
+        want = oracle.evaluate(case.descriptor(), x)
+        cells = []
+        for name, (c, s, r) in runs.items():
+            ok = np.array_equal(r.numpy(), want.astype(r.dtype))
+            cells.append(f"{nbytes / np.median(times[name]) / 1e9:8.0f} {c.plan.kernel[7:]:>6}"
+                         f"/{c.plan.segment:<3}{'' if ok else '!'}")
+        torch_gbps = f"{nbytes / np.median(times['torch']) / 1e9:9.0f}" if peer else "        -"
+        print(f"{case.name:14} " + " ".join(cells) +
+              f" {ceiling.bytes / np.median(times['ceiling']) / 1e9:9.0f} {torch_gbps}")
+        for c, s, r in runs.values():
+            s.release()
+            r.release()
+        ceiling.release()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
