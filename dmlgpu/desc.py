@@ -323,13 +323,7 @@ class _IndexOperatorDesc:
     def to_json(self) -> dict:
         return {
             "Type": self._type_name,
-            "Desc": {
-                "InputTensor": self.input_tensor.to_json(),
-                "OutputTensor": self.output_tensor.to_json(),
-                "AxisCount": len(self.axes),
-                "Axes": list(self.axes),
-                "AxisDirection": self.axis_direction.name,
-            },
+            "Desc": {**_tensors_and_axes_json(self), "AxisDirection": self.axis_direction.name},
         }
 
     @classmethod
@@ -345,6 +339,16 @@ class _IndexOperatorDesc:
             axes=d["Axes"],
             axis_direction=d.get("AxisDirection", "INCREASING"),
         )
+
+
+def _tensors_and_axes_json(desc) -> dict:
+    """The JSON fields that every operator with axes shares, in DirectML's spelling."""
+    return {
+        "InputTensor": desc.input_tensor.to_json(),
+        "OutputTensor": desc.output_tensor.to_json(),
+        "AxisCount": len(desc.axes),
+        "Axes": list(desc.axes),
+    }
 
 
 def _check_index_operator(inp: TensorDesc, out: TensorDesc, axes: tuple[int, ...]) -> None:
@@ -446,12 +450,7 @@ class ActivationHardmax1OperatorDesc:
     def to_json(self) -> dict:
         return {
             "Type": "ACTIVATION_HARDMAX1",
-            "Desc": {
-                "InputTensor": self.input_tensor.to_json(),
-                "OutputTensor": self.output_tensor.to_json(),
-                "AxisCount": len(self.axes),
-                "Axes": list(self.axes),
-            },
+            "Desc": _tensors_and_axes_json(self),
         }
 
     @classmethod
@@ -528,13 +527,7 @@ class ReduceOperatorDesc:
     def to_json(self) -> dict:
         return {
             "Type": "REDUCE",
-            "Desc": {
-                "Function": self.function.name,
-                "InputTensor": self.input_tensor.to_json(),
-                "OutputTensor": self.output_tensor.to_json(),
-                "AxisCount": len(self.axes),
-                "Axes": list(self.axes),
-            },
+            "Desc": {"Function": self.function.name, **_tensors_and_axes_json(self)},
         }
 
     @classmethod

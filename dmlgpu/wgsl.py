@@ -36,20 +36,20 @@ def _literal(value) -> str:
     return f"{value:#x}u" if value > 9 else f"{value}u"
 
 
-def _key_part(plan: Plan) -> tuple[str, dict]:
-    """The key module for the input type, and the constants it and the loader read."""
+def _key_parts(plan: Plan) -> tuple[list[str], dict]:
+    """The key modules for the input type, and the constants they and the loader read."""
     t = plan.input_type
     consts = {"MINIMIZE": plan.op == "argmin"}
     if t.size == 8:
         consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
-        return ("key_int64_native" if plan.int64 else "key_int64_words"), consts
+        return ["key_int64_native" if plan.int64 else "key_int64_words"], consts
     consts["BITS"] = t.size * 8
     if t.is_float:
         sign, magnitude, inf = _FLOAT_BITS[t]
         consts.update(F_SIGN=sign, F_ABS=magnitude, F_INF=inf, NAN_PROPAGATE=plan.nan_mode is NanMode.PROPAGATE)
-        return "key_float", consts
+        return ["key_u32", "key_float"], consts
     consts["SIGN_FLIP"] = 1 << (t.size * 8 - 1) if t in _SIGNED else 0
-    return "key_int", consts
+    return ["key_u32", "key_int"], consts
 
 
 def _store_part(plan: Plan) -> str:
@@ -61,7 +61,7 @@ def _store_part(plan: Plan) -> str:
 
 def shader_sources(plan: Plan) -> list[str]:
     """The WGSL of each pass of a plan. Plans that differ only in sizes give equal text."""
-    key, consts = _key_part(plan)
+    keys, consts = _key_parts(plan)
     consts = {
         "WG": plan.workgroup_size,
         "KEPT_RANK": len(plan.kept),
@@ -72,9 +72,9 @@ def shader_sources(plan: Plan) -> list[str]:
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
     first_store = "store_partial" if plan.split > 1 else _store_part(plan)
-    passes = [["common", key, plan.loader, "fold", first_store, plan.kernel]]
+    passes = [["common", *keys, plan.loader, "fold", first_store, plan.kernel]]
     if plan.merge_kernel:
-        passes.append(["common", key, "load_partials", _store_part(plan), plan.merge_kernel])
+        passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
     for parts in passes:  # kernels whose threads cooperate merge through the tree
         if parts[-1] in ("reduce_segments", "merge_partials_workgroup"):
             parts.insert(-1, "tree")

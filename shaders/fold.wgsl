@@ -1,6 +1,25 @@
 // Folding input elements into a best (key, index) pair; used by the first pass of every
 // reduction kernel. Needs a loader (load_key) and the key module.
 
+// A work item of a first pass: one chunk of one output's reduced elements, [start, end),
+// of the slice whose first input and output elements are at base.
+struct Work {
+    start: u32,
+    end: u32,
+    base: vec2<u32>,
+}
+
+// Work item `item`, numbered chunk-major (item = chunk * outputs + output), as the
+// partial pairs are stored.
+fn work_of(item: u32) -> Work {
+    let outputs = params.counts.x;
+    let output = item % outputs;
+    let chunk = item / outputs;
+    let start = chunk * params.split.y;
+    let end = start + min(params.split.y, params.counts.y - start);
+    return Work(start, end, kept_offsets(output));
+}
+
 // The pair of reduced element `r` of the slice whose first element is at `base`.
 fn pair_at(base: u32, r: u32) -> Pair {
     return Pair(load_key(base + reduced_offsets(r).x), r);

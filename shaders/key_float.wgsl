@@ -4,8 +4,6 @@
 // Constants: F_SIGN, F_ABS, F_INF (the format's sign bit, magnitude mask, +inf),
 // MINIMIZE, NAN_PROPAGATE.
 
-alias Key = u32;
-
 // NaN is below every number (ignore) or above every number (propagate). No number
 // maps to 0 or 0xffffffff: those keys belong to NaN bit patterns.
 const NAN_KEY: u32 = select(0u, 0xffffffffu, NAN_PROPAGATE);
@@ -20,21 +18,4 @@ fn key_of_bits4(b: vec4<u32>) -> vec4<u32> {
         k = ~k;
     }
     return select(k, vec4<u32>(NAN_KEY), magnitude > vec4<u32>(F_INF));
-}
-
-fn key_of_bits(b: u32) -> Key {
-    return key_of_bits4(vec4<u32>(b)).x;
-}
-
-fn key_gt(a: Key, b: Key) -> bool {
-    return a > b;
-}
-
-// A key as two words (high, low), for partial results, and back.
-fn key_to_partial(k: Key) -> vec2<u32> {
-    return vec2<u32>(0u, k);
-}
-
-fn key_from_partial(w: vec2<u32>) -> Key {
-    return w.y;
 }

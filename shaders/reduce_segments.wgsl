@@ -12,22 +12,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // Segments past the last item redo it and store nothing: every thread must reach the
     // tree's barriers.
     let item = min(wanted, params.split.z - 1u);
-    let outputs = params.counts.x;
-    let o = item % outputs;
-    let chunk = item / outputs;
-    let start = chunk * params.split.y;
-    let end = start + min(params.split.y, params.counts.y - start);
-    let base = kept_offsets(o);
+    let work = work_of(item);
 
     // Every thread starts from the chunk's first element: a repeated pair never changes a merge.
-    var best = pair_at(base.x, start);
-    fold_range(base.x, start, end, lane, SEG, &best);
+    var best = pair_at(work.base.x, work.start);
+    fold_range(work.base.x, work.start, work.end, lane, SEG, &best);
 
     var winner = best;
     if (SEG > 1u) {  // a thread a row needs no tree, nor its barriers
         winner = segment_best(lid, best, SEG);
     }
     if (lane == 0u && wanted < params.split.z) {
-        store_result(chunk * outputs + o, base.y, winner);
+        store_result(item, work.base.y, winner);
     }
 }

@@ -1,6 +1,8 @@
-// A thread per work item (an output, or one chunk of it): for reductions whose neighbouring
-// outputs sit at neighbouring addresses (outer and middle axes), so a warp's loads coalesce,
-// and for many short rows. Constants: WG.
+// A thread per work item (an output, or one chunk of it): for reductions whose elements are
+// neither contiguous rows (reduce_segments) nor aligned columns (reduce_columns), e.g. a
+// broadcast or strided reduced axis under a kept axis that is not a whole quad. The planner
+// puts the smallest kept stride innermost, so neighbouring threads read nearby addresses.
+// Constants: WG.
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -8,14 +10,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (item >= params.split.z) {
         return;
     }
-    let outputs = params.counts.x;
-    let o = item % outputs;
-    let chunk = item / outputs;
-    let start = chunk * params.split.y;
-    let end = start + min(params.split.y, params.counts.y - start);
-    let base = kept_offsets(o);
-
-    var best = pair_at(base.x, start);
-    fold_range(base.x, start, end, 0u, 1u, &best);
-    store_result(chunk * outputs + o, base.y, best);
+    let work = work_of(item);
+    var best = pair_at(work.base.x, work.start);
+    fold_range(work.base.x, work.start, work.end, 0u, 1u, &best);
+    store_result(item, work.base.y, best);
 }

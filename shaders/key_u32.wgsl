@@ -1,0 +1,21 @@
+// What every 32-bit key shares (key_float.wgsl and key_int.wgsl make them): plain
+// unsigned order, and the two-word form of partial results.
+
+alias Key = u32;
+
+fn key_of_bits(b: u32) -> Key {
+    return key_of_bits4(vec4<u32>(b)).x;
+}
+
+fn key_gt(a: Key, b: Key) -> bool {
+    return a > b;
+}
+
+// A key as two words (high, low), for partial results, and back.
+fn key_to_partial(k: Key) -> vec2<u32> {
+    return vec2<u32>(0u, k);
+}
+
+fn key_from_partial(w: vec2<u32>) -> Key {
+    return w.y;
+}
