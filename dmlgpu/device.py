@@ -8,6 +8,8 @@ that stay on the GPU, so chains of calls do not cross the bus each time.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from . import layout
@@ -17,6 +19,33 @@ from .plan import Plan, Tuning, plan
 from .runner import Runner, adapter_summary
 from .types import FeatureLevel, NanMode
 from .wgsl import params_words, shader_sources
+
+
+#: Compiled operators a device keeps (least recently used go first); a dropped one that a
+#: caller still holds keeps working.
+KEPT_OPERATORS = 64
+#: The NumPy path keeps its GPU buffers between calls for inputs up to this size: small
+#: calls are where allocation costs show, and large buffers are not held for good.
+KEPT_IO_BYTES = 16 << 20
+
+
+class LruCache(OrderedDict):
+    """A dict that keeps its ``size`` most recently used entries."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def get(self, key, default=None):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        return default
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        if len(self) > self.size:
+            self.popitem(last=False)
 
 
 class Tensor:
@@ -89,7 +118,7 @@ class CompiledOperator:
             for source, grid in zip(self.sources, grids)
         ]
         self._scratch = runner.storage(self.plan.partial_bytes) if self.plan.partial_bytes else None
-        self._io = None  # (input, output, steps) of the NumPy-in, NumPy-out path, made on first use
+        self._io = None  # (input, output, steps) of the NumPy-in, NumPy-out path, kept if small
 
     def _steps(self, input: Tensor, output: Tensor) -> list:
         """The passes bound to their buffers: through the scratch pairs when the plan splits."""
@@ -122,14 +151,23 @@ class CompiledOperator:
         strides; the upload, the passes and the read-back share one submit, and the GPU
         buffers are kept for the next call."""
         data = layout.bytes_for(self.input_desc, x)
-        if self._io is None:
-            source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
-            self._io = (source, result, self._steps(source, result))
-        source, result, steps = self._io
+        source, result, steps = self._io or self._new_io()
         runner = self.device.runner
         runner.write(source._buffer, data)
         runner.dispatch(steps, clear=self._clear(result))
-        return result.numpy()
+        try:
+            return result.numpy()
+        finally:
+            if self._io is None:
+                source.release()
+                result.release()
+
+    def _new_io(self) -> tuple:
+        source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
+        io = (source, result, self._steps(source, result))
+        if self.input_desc.total_tensor_size_in_bytes <= KEPT_IO_BYTES:
+            self._io = io
+        return io
 
 
 class Device:
@@ -144,8 +182,8 @@ class Device:
         self.feature_level = FeatureLevel.parse(feature_level, "feature_level")
         self.tuning = tuning
         self.runner = Runner(adapter, int64=int64)
-        self._compiled: dict = {}
-        self.by_call: dict = {}  # the NumPy-level API's compiled operators, by call signature
+        self._compiled = LruCache(KEPT_OPERATORS)
+        self.by_call = LruCache(KEPT_OPERATORS)  # the NumPy-level API's operators, by call signature
 
     @property
     def name(self) -> str:

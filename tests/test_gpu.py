@@ -331,6 +331,26 @@ def test_repeated_calls_see_new_data(device):
     assert dmlgpu.argmax(big, (0, 1), device=device).item() == 3 * 300 + 17
 
 
+def test_caches_are_bounded(device):
+    """Operators beyond the cache's size are dropped (oldest first); one still held keeps working."""
+    from dmlgpu.device import KEPT_OPERATORS
+
+    first = device.compile(ArgMaxOperatorDesc(TensorDesc("INT32", (1, 2)), axes=[1]))
+    for n in range(3, KEPT_OPERATORS + 4):
+        dmlgpu.argmax(np.arange(n, dtype=np.int32)[None, :], 1, device=device)
+    assert len(device.by_call) <= KEPT_OPERATORS and len(device._compiled) <= KEPT_OPERATORS
+    assert device.compile(ArgMaxOperatorDesc(TensorDesc("INT32", (1, 2)), axes=[1])) is not first
+    assert first(np.array([[5, 9]], np.int32)).item() == 1
+
+
+def test_large_numpy_calls_keep_no_buffers(device, monkeypatch):
+    monkeypatch.setattr(dmlgpu.device, "KEPT_IO_BYTES", 0)
+    compiled = device.compile(ArgMinOperatorDesc(TensorDesc("FLOAT32", (3, 5)), axes=[1]))
+    for x in (GRID[:, :1].repeat(5, 1), np.arange(15, dtype=np.float32).reshape(3, 5)):
+        assert compiled(x).ravel().tolist() == np.argmin(x, axis=1).tolist()
+    assert compiled._io is None
+
+
 def test_pipelines_are_reused(device):
     before = device.runner.pipeline_count
     for n in (10, 20, 30):
