@@ -168,12 +168,17 @@ def check_fits(red: ArgReduction, caps: Capabilities) -> None:
 
 
 def elements_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...]) -> int:
-    """Elements in a 16-byte load when every row is contiguous and 16-byte aligned, else 0."""
+    """Elements in a 16-byte load when the reduced rows are contiguous and every quad is
+    aligned, else 0. With several reduced dimensions the innermost must also be a whole
+    number of quads, so that no quad straddles two rows."""
     size = red.input.data_type.size
-    if size > 4 or len(reduced) != 1 or reduced[0].in_stride != 1:
+    if size > 4 or not reduced or reduced[-1].in_stride != 1:
         return 0
     per_quad = 16 // size
-    return per_quad if all(d.in_stride % per_quad == 0 for d in kept) else 0
+    outer = reduced[:-1]
+    if outer and reduced[-1].size % per_quad:
+        return 0
+    return per_quad if all(d.in_stride % per_quad == 0 for d in kept + outer) else 0
 
 
 def outputs_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...]) -> int:

@@ -44,13 +44,24 @@ fn fold_quad(q: u32, r: u32, best: ptr<function, Pair>) {
     }
 }
 
-// Reduced elements [start, end) of the row at `base` (both multiples of PER_QUAD):
-// quads first + q * step for this thread, then the tail.
+// The index of the quad holding reduced element `r` (a multiple of PER_QUAD) of the slice
+// at `base`. With one reduced dimension the quads of a row are consecutive; with several,
+// the innermost is contiguous and a whole number of quads (the plan checked), so a quad
+// never straddles two of its rows and one offset is computed per quad.
+fn quad_at(base: u32, r: u32) -> u32 {
+    if (RED_RANK <= 1u) {
+        return (base + r) / PER_QUAD;
+    }
+    return (base + reduced_offsets(r).x) / PER_QUAD;
+}
+
+// Reduced elements [start, end) of the slice at `base` (start a multiple of PER_QUAD):
+// quads first + q * step for this thread, then the ragged tail one by one.
 fn fold_range(base: u32, start: u32, end: u32, first: u32, step: u32, best: ptr<function, Pair>) {
     let quads = (end - start) / PER_QUAD;
-    let q0 = (base + start) / PER_QUAD;
     for (var q = first; q < quads; q += step) {
-        fold_quad(q0 + q, start + q * PER_QUAD, best);
+        let r = start + q * PER_QUAD;
+        fold_quad(quad_at(base, r), r, best);
     }
     fold_strided(base, start + quads * PER_QUAD, end, first, step, best);
 }

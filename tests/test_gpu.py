@@ -438,6 +438,9 @@ KERNEL_CASES = [
     (DataType.FLOAT32, (37, 20), (1,), "packed", "reduce_segments", "load_quads", True),  # 4 rows a group
     (DataType.UINT8, (51, 13), (1,), "packed", "reduce_segments", "load_packed", False),  # rows unaligned
     (DataType.INT16, (30, 9, 4), (0, 1), "packed", "reduce_thread", "load_packed", True),  # strided rows
+    (DataType.FLOAT32, (6, 5, 16), (0, 2), "packed", "reduce_segments", "load_quads", True),  # quads per row
+    (DataType.FLOAT16, (4, 3, 24), (0, 2), "packed", "reduce_segments", "load_quads", True),
+    (DataType.INT8, (5, 3, 18), (0, 2), "packed", "reduce_segments", "load_packed", True),  # 18 % 16 != 0
 ]
 
 

@@ -50,7 +50,7 @@ def test_kept_dims_put_smallest_input_stride_innermost():
         ((1048576, 3), [1], "reduce_segments", "load_packed", 1, 1),  # rows not 16-byte aligned
         ((8, 16777216), [0], "reduce_columns", "load_quads", 1, 1),
         ((1048576, 3), [0], "reduce_thread", "load_packed", 1, 16384),  # 3 columns: not a quad
-        ((64, 128, 4096), [0, 2], "reduce_segments", "load_packed", 256, 32),  # multi-axis
+        ((64, 128, 4096), [0, 2], "reduce_segments", "load_quads", 256, 32),  # multi-axis, quads per row
     ],
 )
 def test_kernel_choice_by_shape(sizes, axes, kernel, loader, segment, split):
@@ -75,6 +75,12 @@ def test_merge_kernel_follows_the_number_of_chunks():
     assert few.merge_kernel == "merge_partials" and few.merge_grid == (1, 1, 1)
     assert many.merge_kernel == "merge_partials_workgroup" and many.merge_grid == (1, 1, 1)
     assert argmax_plan((4096, 65536), [1]).merge_kernel is None
+
+
+def test_quads_over_several_reduced_dims_need_whole_quad_rows():
+    assert argmax_plan((64, 128, 4096), [0, 2]).loader == "load_quads"
+    assert argmax_plan((64, 128, 4094), [0, 2]).loader == "load_packed"  # a quad would straddle rows
+    assert argmax_plan((64, 128, 4096), [0, 2], strides=(128 * 4098, 4098, 1)).loader == "load_packed"
 
 
 def test_quad_chunks_are_whole_quads():
