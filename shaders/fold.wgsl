@@ -20,9 +20,13 @@ fn work_of(item: u32) -> Work {
     return Work(start, end, kept_offsets(output));
 }
 
-// The pair of reduced element `r` of the slice whose first element is at `base`.
-fn pair_at(base: u32, r: u32) -> Pair {
-    return Pair(load_key(base + reduced_offsets(r).x), r);
+// Where a thread's walk starts: the smallest key at the chunk's first index. It can win
+// only where every key of the chunk is the smallest (INCREASING), and then the first index
+// is the answer anyway; a real element with an equal key has a larger index, so it beats
+// the start under DECREASING. So no element need be loaded to start, and a thread with no
+// elements adds nothing wrong to a merge.
+fn walk_start(start: u32) -> Pair {
+    return Pair(key_min(), start);
 }
 
 // The best pair of reduced elements [start, end), taken one by one with stride `step`

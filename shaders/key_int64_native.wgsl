@@ -12,6 +12,11 @@ fn key_of_element(w: vec2<u32>) -> Key {
     return k;
 }
 
+// The smallest key: no element's key is below it.
+fn key_min() -> Key {
+    return u64(0u);
+}
+
 fn key_gt(a: Key, b: Key) -> bool {
     return a > b;
 }

@@ -13,6 +13,11 @@ fn key_of_element(w: vec2<u32>) -> Key {
     return k;
 }
 
+// The smallest key: no element's key is below it.
+fn key_min() -> Key {
+    return vec2<u32>(0u, 0u);
+}
+
 fn key_gt(a: Key, b: Key) -> bool {
     return a.x > b.x || (a.x == b.x && a.y > b.y);
 }

@@ -7,6 +7,11 @@ fn key_of_bits(b: u32) -> Key {
     return key_of_bits4(vec4<u32>(b)).x;
 }
 
+// The smallest key: no element's key is below it.
+fn key_min() -> Key {
+    return 0u;
+}
+
 fn key_gt(a: Key, b: Key) -> bool {
     return a > b;
 }

@@ -14,8 +14,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let item = min(wanted, params.split.z - 1u);
     let work = work_of(item);
 
-    // Every thread starts from the chunk's first element: a repeated pair never changes a merge.
-    var best = pair_at(work.base.x, work.start);
+    var best = walk_start(work.start);
     fold_range(work.base.x, work.start, work.end, lane, SEG, &best);
 
     var winner = best;

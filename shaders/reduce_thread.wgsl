@@ -11,7 +11,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         return;
     }
     let work = work_of(item);
-    var best = pair_at(work.base.x, work.start);
+    var best = walk_start(work.start);
     fold_range(work.base.x, work.start, work.end, 0u, 1u, &best);
     store_result(item, work.base.y, best);
 }
