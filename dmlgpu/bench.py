@@ -445,7 +445,7 @@ class Bench:
             buffers.append(src)
             dst = self.runner.storage(_round16(red.output.total_tensor_size_in_bytes))
             buffers.append(dst)
-            inp, out = Tensor(self.device, red.input, src), Tensor(self.device, red.output, dst)
+            inp, out = Tensor(self.device, red.input, [src]), Tensor(self.device, red.output, [dst])
             ceiling = Ceiling(self.runner, "copy" if case.op == "hardmax" else "read", src,
                               red.input.total_tensor_size_in_bytes)
             buffers += [ceiling.dst, ceiling.params]

@@ -15,7 +15,8 @@ import numpy as np
 from . import layout
 from .desc import TensorDesc, lower
 from .errors import DataError
-from .plan import Plan, Tuning, plan
+from .pieces import Schedule, buffer_slices, schedule
+from .plan import Plan, Tuning
 from .runner import Runner, adapter_summary
 from .types import FeatureLevel, NanMode
 from .wgsl import params_words, shader_sources
@@ -49,12 +50,16 @@ class LruCache(OrderedDict):
 
 
 class Tensor:
-    """A tensor resident on a device: a GPU buffer and the ``TensorDesc`` that reads it."""
+    """A tensor resident on a device: its ``TensorDesc`` and the GPU buffers that hold it.
 
-    def __init__(self, device: "Device", desc: TensorDesc, buffer):
+    A tensor larger than one buffer of the adapter is held in several, cut along its
+    slice axis (``pieces.buffer_slices``); most tensors have one.
+    """
+
+    def __init__(self, device: "Device", desc: TensorDesc, buffers: list):
         self.device = device
         self.desc = desc
-        self._buffer = buffer
+        self._buffers = buffers
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -64,16 +69,33 @@ class Tensor:
     def dtype(self) -> np.dtype:
         return self.desc.data_type.numpy
 
+    @property
+    def _buffer(self):
+        """The buffer of a tensor held in one (the benchmarks bind it directly)."""
+        (buffer,) = self._buffers
+        return buffer
+
+    def write(self, data) -> None:
+        """Write the bytes of the tensor's memory span (``layout.bytes_for``) to its buffers."""
+        raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        slices = buffer_slices(self.desc, self.device.runner.capabilities)
+        for buffer, (_, _, first, nbytes) in zip(self._buffers, slices):
+            self.device.runner.write(buffer, raw[first:first + nbytes])
+
     def numpy(self) -> np.ndarray:
         """Read the tensor back into a packed NumPy array."""
-        raw = self.device.runner.read(self._buffer, self.desc.total_tensor_size_in_bytes)
+        raw = np.zeros(self.desc.total_tensor_size_in_bytes, np.uint8)
+        slices = buffer_slices(self.desc, self.device.runner.capabilities)
+        for buffer, (_, _, first, nbytes) in zip(self._buffers, slices):
+            size = min(nbytes, raw.size - first)
+            raw[first:first + size] = np.frombuffer(self.device.runner.read(buffer, size), np.uint8)
         return np.array(layout.view(self.desc, raw))
 
     def release(self) -> None:
         """Free the GPU memory now rather than when the object is collected."""
-        if self._buffer is not None:
-            self.device.runner.release(self._buffer)
-            self._buffer = None
+        for buffer in self._buffers:
+            self.device.runner.release(buffer)
+        self._buffers = []
 
     def __repr__(self) -> str:
         return f"Tensor({self.desc.data_type.name}, sizes={list(self.desc.sizes)}, device={self.device.name!r})"
@@ -83,7 +105,7 @@ def _check_layout(tensor: Tensor, desc: TensorDesc, field: str) -> None:
     """A tensor may stand for ``desc`` when it addresses its elements the same way."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{field} must be a dmlgpu Tensor, not {type(tensor).__name__}")
-    if tensor._buffer is None:
+    if not tensor._buffers:
         raise DataError(f"{field} was released")
     mine, theirs = tensor.desc, desc
     for name in ("data_type", "sizes", "element_strides"):
@@ -91,9 +113,10 @@ def _check_layout(tensor: Tensor, desc: TensorDesc, field: str) -> None:
             raise DataError(
                 f"{field}.{name} is {getattr(mine, name)}, but the operator was compiled for {getattr(theirs, name)}"
             )
-    if tensor._buffer.size < theirs.total_tensor_size_in_bytes:
+    held = sum(buffer.size for buffer in tensor._buffers)
+    if held < theirs.total_tensor_size_in_bytes:
         raise DataError(
-            f"{field} holds {tensor._buffer.size} bytes, but the operator's total_tensor_size_in_bytes "
+            f"{field} holds {held} bytes, but the operator's total_tensor_size_in_bytes "
             f"is {theirs.total_tensor_size_in_bytes}"
         )
 
@@ -110,25 +133,50 @@ class CompiledOperator:
         self.input_desc: TensorDesc = reduction.input
         self.output_desc: TensorDesc = reduction.output
         runner = device.runner
-        self.plan: Plan = plan(reduction, runner.capabilities, self.nan_mode, device.tuning)
-        self.sources = shader_sources(self.plan)
-        grids = [self.plan.grid, self.plan.merge_grid][: len(self.sources)]
-        self._passes = [
-            (runner.pipeline(source), runner.uniform(params_words(self.plan, grid)), grid)
-            for source, grid in zip(self.sources, grids)
-        ]
-        self._scratch = runner.storage(self.plan.partial_bytes) if self.plan.partial_bytes else None
+        self.schedule: Schedule = schedule(reduction, runner.capabilities, self.nan_mode, device.tuning)
+        self.plan: Plan = self.schedule.pieces[0].plan  # the first piece's (the only one, mostly)
+        self.sources: list[str] = []
+        self._pieces = []  # per piece: its window of the input and output, and its passes
+        for piece in self.schedule.pieces:
+            self._pieces.append((piece.input, piece.output, self._passes(piece.plan)))
+        self._merge = self._passes(self.schedule.merge) if self.schedule.merge else []
+        scratch = max([self.schedule.partial_bytes] + [p.plan.partial_bytes for p in self.schedule.pieces])
+        self._scratch = runner.storage(scratch) if scratch else None
         self._io = None  # (input, output, steps) of the NumPy-in, NumPy-out path, kept if small
 
+    def _passes(self, p: Plan) -> list:
+        """(pipeline, parameters, grid, reads partial pairs, writes partial pairs) per pass."""
+        runner = self.device.runner
+        sources = shader_sources(p)
+        self.sources += sources
+        grids = ([p.grid] if p.kernel else []) + ([p.merge_grid] if p.merge_kernel else [])
+        passes = []
+        for i, (source, grid) in enumerate(zip(sources, grids)):
+            merging = not p.kernel or i == 1
+            writes_pairs = not merging and (p.split > 1 or p.partials_only)
+            passes.append((runner.pipeline(source), runner.uniform(params_words(p, grid, merging)), grid,
+                           merging, writes_pairs))
+        return passes
+
     def _steps(self, input: Tensor, output: Tensor) -> list:
-        """The passes bound to their buffers: through the scratch pairs when the plan splits."""
-        buffers = [input._buffer, self._scratch, output._buffer] if self._scratch else [input._buffer, output._buffer]
+        """Every pass bound to its buffers: each piece's window of the input and output, and
+        the scratch pairs between a first pass and its merge."""
         bind = self.device.runner.bind
-        return [(pipeline, bind(params, buffers[i], buffers[i + 1]), grid)
-                for i, (pipeline, params, grid) in enumerate(self._passes)]
+        scratch = (self._scratch, 0, self._scratch.size) if self._scratch else None
+        whole_out = (output._buffers[0], 0, output._buffers[0].size)
+        steps = []
+        for in_window, out_window, passes in self._pieces:
+            src = (input._buffers[in_window.buffer], in_window.offset, in_window.size)
+            dst = (output._buffers[out_window.buffer], out_window.offset, out_window.size)
+            for pipeline, params, grid, merging, writes_pairs in passes:
+                steps.append((pipeline, bind(params, scratch if merging else src,
+                                             scratch if writes_pairs else dst), grid))
+        for pipeline, params, grid, _, _ in self._merge:
+            steps.append((pipeline, bind(params, scratch, whole_out), grid))
+        return steps
 
     def _clear(self, output: Tensor):
-        return output._buffer if self.plan.clears_output else None
+        return output._buffers if self.plan.clears_output else None
 
     def run(self, input: Tensor, output: Tensor | None = None) -> Tensor:
         """Dispatch on GPU-resident tensors; returns the output tensor (new if not given)."""
@@ -153,7 +201,7 @@ class CompiledOperator:
         data = layout.bytes_for(self.input_desc, x)
         source, result, steps = self._io or self._new_io()
         runner = self.device.runner
-        runner.write(source._buffer, data)
+        source.write(data)
         runner.dispatch(steps, clear=self._clear(result))
         try:
             return result.numpy()
@@ -174,14 +222,15 @@ class Device:
     """One adapter opened for these operators (DirectML's IDMLDevice)."""
 
     def __init__(self, adapter: str | None = None, *, feature_level="4.1", int64: bool | None = None,
-                 tuning: Tuning = Tuning()):
+                 tuning: Tuning = Tuning(), smaller: dict | None = None):
         """``adapter``: a substring of the adapter's name (default: ``DMLGPU_ADAPTER``, else
         the high-performance adapter). ``int64=False`` forces the 32-bit-word path for
         64-bit inputs even where the adapter has ``shader-int64``. ``tuning`` changes the
-        planner's thresholds (the tests use it to reach every kernel on small inputs)."""
+        planner's thresholds and ``smaller`` lowers the adapter's binding and buffer limits
+        (the tests use them to reach every kernel and the pieces path on small inputs)."""
         self.feature_level = FeatureLevel.parse(feature_level, "feature_level")
         self.tuning = tuning
-        self.runner = Runner(adapter, int64=int64)
+        self.runner = Runner(adapter, int64=int64, smaller=smaller)
         self._compiled = LruCache(KEPT_OPERATORS)
         self.by_call = LruCache(KEPT_OPERATORS)  # the NumPy-level API's operators, by call signature
 
@@ -213,12 +262,14 @@ class Device:
             desc, span = layout.describe(x)
         else:
             span = layout.bytes_for(desc, x)
-        buffer = self.runner.storage(max(desc.total_tensor_size_in_bytes, span.nbytes), span)
-        return Tensor(self, desc, buffer)
+        tensor = self.empty(desc)
+        tensor.write(span)
+        return tensor
 
     def empty(self, desc: TensorDesc) -> Tensor:
-        """An uninitialised tensor of this descriptor's size."""
-        return Tensor(self, desc, self.runner.storage(desc.total_tensor_size_in_bytes))
+        """An uninitialised tensor of this descriptor's size (in several buffers if it must)."""
+        slices = buffer_slices(desc, self.runner.capabilities)
+        return Tensor(self, desc, [self.runner.storage(nbytes) for _, _, _, nbytes in slices])
 
     def __repr__(self) -> str:
         return f"Device({self.name!r}, backend={self.runner.backend!r}, feature_level={self.feature_level.value!r})"

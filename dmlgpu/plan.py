@@ -44,6 +44,7 @@ class Capabilities:
     max_buffer: int
     max_workgroups_per_dim: int = 65535
     shader_int64: bool = False
+    offset_alignment: int = 256  # a storage binding's offset must be a multiple of this
 
     @classmethod
     def unlimited(cls) -> "Capabilities":
@@ -85,6 +86,14 @@ class Plan:
     grid: tuple[int, int, int]  # the first pass's
     merge_kernel: str | None  # the second pass's template, when split > 1
     merge_grid: tuple[int, int, int] | None
+    # Where a piece of a tensor larger than one binding sits (see ``schedule``): element
+    # offsets of its first input and output elements within their bound windows, the
+    # index of its first reduced element, and the first slot of its partial pairs.
+    in_base: int = 0
+    out_base: int = 0
+    index_offset: int = 0
+    slot_base: int = 0
+    partials_only: bool = False  # the first pass stores pairs for a merge after every piece
 
     @property
     def output_count(self) -> int:
@@ -101,8 +110,8 @@ class Plan:
 
     @property
     def partial_bytes(self) -> int:
-        """Scratch for the first pass's pairs (16 bytes each); 0 with one pass."""
-        return 16 * self.output_count * self.split if self.split > 1 else 0
+        """Scratch for the first pass's pairs (16 bytes each) when this plan merges them itself."""
+        return 16 * self.output_count * self.split if self.merge_kernel and self.kernel else 0
 
 
 def merge_dims(dims: list[Dim]) -> tuple[Dim, ...]:
@@ -157,17 +166,7 @@ def grid_for(count: int, max_per_dim: int) -> tuple[int, int, int]:
     return (x, y, z)
 
 
-def check_fits(red: ArgReduction, caps: Capabilities) -> None:
-    """Refuse tensors that one storage binding of this adapter cannot hold."""
-    for field, tensor in (("input_tensor", red.input), ("output_tensor", red.output)):
-        if tensor.total_tensor_size_in_bytes > caps.max_storage_binding:
-            raise DescriptorError(
-                f"{field}.total_tensor_size_in_bytes is {tensor.total_tensor_size_in_bytes}, but "
-                f"this adapter binds at most {caps.max_storage_binding} bytes per buffer"
-            )
-
-
-def elements_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...]) -> int:
+def elements_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...], in_base: int = 0) -> int:
     """Elements in a 16-byte load when the reduced rows are contiguous and every quad is
     aligned, else 0. With several reduced dimensions the innermost must also be a whole
     number of quads, so that no quad straddles two rows."""
@@ -178,17 +177,19 @@ def elements_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[D
     outer = reduced[:-1]
     if outer and reduced[-1].size % per_quad:
         return 0
-    return per_quad if all(d.in_stride % per_quad == 0 for d in kept + outer) else 0
+    aligned = in_base % per_quad == 0 and all(d.in_stride % per_quad == 0 for d in kept + outer)
+    return per_quad if aligned else 0
 
 
-def outputs_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...]) -> int:
+def outputs_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...], in_base: int = 0) -> int:
     """Outputs whose elements share each 16-byte load when neighbouring outputs are
     contiguous and every quad is aligned (reductions over outer axes), else 0."""
     size = red.input.data_type.size
     if size > 4 or not kept or kept[-1].in_stride != 1:
         return 0
     per_quad = 16 // size
-    aligned = kept[-1].size % per_quad == 0 and all(d.in_stride % per_quad == 0 for d in kept[:-1] + reduced)
+    aligned = (in_base % per_quad == 0 and kept[-1].size % per_quad == 0
+               and all(d.in_stride % per_quad == 0 for d in kept[:-1] + reduced))
     return per_quad if aligned else 0
 
 
@@ -204,15 +205,20 @@ def _split(count: int, outputs: int, target: int, min_chunk: int, align: int) ->
     return math.ceil(count / chunk), chunk
 
 
-def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning: Tuning = Tuning()) -> Plan:
-    """The plan for one reduction on one adapter."""
+def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning: Tuning = Tuning(),
+         in_base: int = 0, partials_only: bool = False) -> Plan:
+    """The plan for one reduction (or one piece of one, see ``schedule``) on one adapter.
+
+    ``in_base``: the element offset of the input's first element in its bound window (its
+    alignment decides whether 16-byte loads line up); ``partials_only``: store partial
+    pairs for a merge that ``schedule`` adds after every piece.
+    """
     nan_mode = NanMode.parse(nan_mode, "nan_mode")
-    check_fits(red, caps)
     kept, reduced = simplify(red)
     outputs = math.prod(d.size for d in kept)
     count = math.prod(d.size for d in reduced)
-    per_quad = elements_per_quad(red, reduced, kept)
-    columns = outputs_per_quad(red, reduced, kept)
+    per_quad = elements_per_quad(red, reduced, kept, in_base)
+    columns = outputs_per_quad(red, reduced, kept, in_base)
     wg = tuning.workgroup_size
     segment = 1
     if reduced and reduced[-1].in_stride == 1:  # contiguous rows
@@ -235,11 +241,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         loader = "load_pairs"
     else:
         loader = "load_quads" if per_quad or kernel == "reduce_columns" else "load_packed"
-    merge_kernel = merge_grid = None
-    if split > 1:
-        by_workgroup = split > tuning.merge_workgroup_above
-        merge_kernel = "merge_partials_workgroup" if by_workgroup else "merge_partials"
-        merge_grid = grid_for(outputs if by_workgroup else math.ceil(outputs / wg), caps.max_workgroups_per_dim)
+    merge_kernel, merge_grid = (None, None) if partials_only else _merge(split, outputs, caps, tuning)
     max_dim = caps.max_workgroups_per_dim
     return Plan(
         kernel=kernel,
@@ -259,4 +261,15 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         grid=grid_for(groups, max_dim),
         merge_kernel=merge_kernel,
         merge_grid=merge_grid,
+        in_base=in_base,
+        partials_only=partials_only,
     )
+
+
+def _merge(chunks: int, outputs: int, caps: Capabilities, tuning: Tuning):
+    """The merge kernel and grid for ``chunks`` partial pairs per output (none for one chunk)."""
+    if chunks <= 1:
+        return None, None
+    by_workgroup = chunks > tuning.merge_workgroup_above
+    groups = outputs if by_workgroup else math.ceil(outputs / tuning.workgroup_size)
+    return ("merge_partials_workgroup" if by_workgroup else "merge_partials"), grid_for(groups, caps.max_workgroups_per_dim)

@@ -7,6 +7,7 @@ nothing of operators: it is handed WGSL text, parameter words and buffers.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -84,7 +85,9 @@ def choose_adapter(name: str | None = None):
 class Runner:
     """One wgpu device with its pipeline cache."""
 
-    def __init__(self, adapter: str | None = None, *, int64: bool | None = None):
+    def __init__(self, adapter: str | None = None, *, int64: bool | None = None, smaller: dict | None = None):
+        """``smaller``: act as if the adapter bound and held less (``max_storage_binding``,
+        ``max_buffer``), so that tests reach the paths of tensors beyond one binding."""
         self.adapter = choose_adapter(adapter)
         available = set(self.adapter.features)
         wanted = [f for f in _WANTED_FEATURES if f in available]
@@ -106,7 +109,12 @@ class Runner:
             max_buffer=limits["max-buffer-size"],
             max_workgroups_per_dim=limits["max-compute-workgroups-per-dimension"],
             shader_int64="shader-int64" in self.features,
+            offset_alignment=limits["min-storage-buffer-offset-alignment"],
         )
+        for name, value in (smaller or {}).items():
+            if value > getattr(self.capabilities, name):
+                raise AdapterError(f"smaller[{name!r}] is {value}, above the adapter's {getattr(self.capabilities, name)}")
+        self.capabilities = dataclasses.replace(self.capabilities, **(smaller or {}))
         self._bind_layout = self.device.create_bind_group_layout(entries=_LAYOUT_ENTRIES)
         self._pipeline_layout = self.device.create_pipeline_layout(bind_group_layouts=[self._bind_layout])
         self._pipelines: dict[str, object] = {}
@@ -172,34 +180,38 @@ class Runner:
             self.device.queue.write_buffer(buffer, whole, tail)
 
     def bind(self, params, src, dst):
-        """The bind group of one pass: its parameters, input and output buffers."""
+        """The bind group of one pass: its parameters, input and output. ``src`` and ``dst``
+        are buffers, or (buffer, offset, size) windows of them."""
+        def resource(target) -> dict:
+            if isinstance(target, tuple):
+                buffer, offset, size = target
+                return {"buffer": buffer, "offset": offset, "size": min(size, buffer.size - offset)}
+            return {"buffer": target}
+
         return self.device.create_bind_group(
             layout=self._bind_layout,
-            entries=[
-                {"binding": 0, "resource": {"buffer": params}},
-                {"binding": 1, "resource": {"buffer": src}},
-                {"binding": 2, "resource": {"buffer": dst}},
-            ],
+            entries=[{"binding": i, "resource": resource(t)} for i, t in enumerate((params, src, dst))],
         )
 
     def _encode(self, encoder, steps, clear, timestamps=None) -> None:
-        """Record the steps (pipeline, bind group, grid), ``clear`` zeroed first.
+        """Record the steps (pipeline, bind group, grid), the buffers in ``clear`` zeroed first.
 
         ``timestamps`` = (query set, first index): the begin time is written before the
         clear (or by the first pass) and the end time by the last pass.
         """
         queries, first = timestamps if timestamps is not None else (None, 0)
-        if clear is not None:
+        if clear:
             if queries is not None:  # an empty pass, so that the clear is inside the timing
                 encoder.begin_compute_pass(
                     timestamp_writes={"query_set": queries, "beginning_of_pass_write_index": first}
                 ).end()
-            encoder.clear_buffer(clear)
+            for buffer in clear:
+                encoder.clear_buffer(buffer)
         for i, (pipeline, bind_group, grid) in enumerate(steps):
             writes = None
             if queries is not None:
                 indices = {}
-                if i == 0 and clear is None:
+                if i == 0 and not clear:
                     indices["beginning_of_pass_write_index"] = first
                 if i == len(steps) - 1:
                     indices["end_of_pass_write_index"] = first + 1

@@ -71,8 +71,10 @@ def shader_sources(plan: Plan) -> list[str]:
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
-    first_store = "store_partial" if plan.split > 1 else _store_part(plan)
-    passes = [["common", *keys, plan.loader, "fold", first_store, plan.kernel]]
+    passes = []
+    if plan.kernel:
+        first_store = "store_partial" if plan.split > 1 or plan.partials_only else _store_part(plan)
+        passes.append(["common", *keys, plan.loader, "fold", first_store, plan.kernel])
     if plan.merge_kernel:
         passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
     for parts in passes:  # kernels whose threads cooperate merge through the tree
@@ -81,15 +83,20 @@ def shader_sources(plan: Plan) -> list[str]:
     return [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
 
 
-def params_words(plan: Plan, grid: tuple[int, int, int]) -> np.ndarray:
-    """The uniform ``Params`` of ``common.wgsl`` as 32-bit words, for a pass run on ``grid``."""
+def params_words(plan: Plan, grid: tuple[int, int, int], merge_pass: bool = False) -> np.ndarray:
+    """The uniform ``Params`` of ``common.wgsl`` as 32-bit words, for a pass run on ``grid``.
+
+    A merge pass reads every pair from slot 0 and its pairs' indices are final, so only
+    the output's base offset carries over from a piece.
+    """
     gx, gy, _ = grid
-    words = np.zeros(8 + 6 * MAX_DIMS, dtype=np.uint32)
-    words[:8] = (plan.output_count, plan.reduced_count, gx, gx * gy,
-                 plan.split, plan.chunk, plan.output_count * plan.split, 0)
+    words = np.zeros(12 + 6 * MAX_DIMS, dtype=np.uint32)
+    piece = (0, plan.out_base, 0, 0) if merge_pass else (plan.in_base, plan.out_base, plan.index_offset, plan.slot_base)
+    words[:12] = (plan.output_count, plan.reduced_count, gx, gx * gy,
+                  plan.split, plan.chunk, plan.output_count * plan.split, 0, *piece)
 
     def put(slot: int, values) -> None:
-        start = 8 + slot * MAX_DIMS
+        start = 12 + slot * MAX_DIMS
         words[start:start + len(values)] = values
 
     put(0, [d.size for d in plan.kept])

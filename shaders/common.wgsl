@@ -6,6 +6,9 @@ struct Params {
     counts: vec4<u32>,
     // split (chunks per output), elements per chunk, work items (outputs * split), unused
     split: vec4<u32>,
+    // a piece of a tensor beyond one binding (pieces.py): the element offsets of its input
+    // and output in their bound windows, its first reduced index, its first partial slot
+    piece: vec4<u32>,
     kept_size: array<vec4<u32>, 2>,
     kept_in: array<vec4<u32>, 2>,
     kept_out: array<vec4<u32>, 2>,
@@ -27,10 +30,11 @@ fn workgroup_index(wid: vec3<u32>) -> u32 {
     return wid.z * params.counts.w + wid.y * params.counts.z + wid.x;
 }
 
-// Input and output element offsets of output `o`: row-major over the kept dimensions.
+// Input and output element offsets of output `o`: row-major over the kept dimensions,
+// from the piece's first elements.
 fn kept_offsets(o: u32) -> vec2<u32> {
     var rest = o;
-    var offsets = vec2<u32>(0u, 0u);
+    var offsets = params.piece.xy;
     for (var d = i32(KEPT_RANK) - 1; d >= 0; d--) {
         let size = params.kept_size[d / 4][d % 4];
         let c = select(rest % size, rest, d == 0);

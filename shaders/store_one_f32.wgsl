@@ -4,6 +4,6 @@
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 
 fn store_result(slot: u32, out_base: u32, best: Pair) {
-    let index = best.index;
+    let index = best.index + params.piece.z;
     dst[out_base + reduced_offsets(index).y] = 0x3f800000u;
 }

@@ -487,3 +487,68 @@ def test_kernel_cases_reach_every_pass(small_tuning_device):
         seen |= {p.kernel, p.loader, p.merge_kernel}
     assert seen >= {"reduce_segments", "reduce_thread", "reduce_columns", "load_quads", "load_packed",
                     "load_pairs", "merge_partials", "merge_partials_workgroup"}
+
+
+# --- tensors beyond one binding and one buffer: limits shrunk so small tensors are cut
+
+
+@pytest.fixture(scope="module")
+def small_limits_device():
+    """Binds 4 KiB and holds 16 KiB per buffer; small thresholds so pieces split too."""
+    from dmlgpu.plan import Tuning
+
+    return dmlgpu.Device(smaller={"max_storage_binding": 4096, "max_buffer": 16384},
+                         tuning=Tuning(workgroup_size=32, target_workgroups=8, min_chunk_per_lane=2,
+                                       target_threads=256, min_chunk_thread=8, merge_workgroup_above=16))
+
+
+PIECE_CASES = [
+    # (type, shape, axes, how the schedule cuts it)
+    (DataType.FLOAT32, (10000,), (0,), "reduced"),  # all axes: pairs from every piece, one merge
+    (DataType.FLOAT16, (6000, 3), (0, 1), "reduced"),  # windows start off quad alignment
+    (DataType.UINT8, (70, 130), (0,), "reduced"),
+    (DataType.INT64, (1500, 2), (0,), "reduced"),
+    (DataType.FLOAT32, (700, 12), (1,), "kept"),  # rows: independent pieces, outputs in windows
+    (DataType.INT16, (900, 8), (1,), "kept"),
+    (DataType.FLOAT32, (50, 3, 40), (1,), "kept"),  # columns kernel per piece
+    (DataType.INT32, (2000, 5), (1,), "kept"),  # several buffers of input and output
+]
+
+
+@pytest.mark.parametrize(
+    "op, data_type, shape, axes, how",
+    [(op, *case) for case in PIECE_CASES for op in ("argmax", "argmin", "hardmax")
+     if op != "hardmax" or (case[0].is_float and case[3] == "kept")],
+)
+def test_pieces_against_oracle(small_limits_device, op, data_type, shape, axes, how):
+    dev = small_limits_device
+    rng = np.random.default_rng(zlib.crc32(repr((shape, op)).encode()))
+    x = tie_values(data_type, shape, rng, pool_size=2)  # ties everywhere, so across pieces too
+    cls = {"argmax": ArgMaxOperatorDesc, "argmin": ArgMinOperatorDesc}.get(op)
+    desc_input = TensorDesc(data_type, shape)
+    desc = ActivationHardmax1OperatorDesc(desc_input, axes=axes) if cls is None else cls(desc_input, axes=axes)
+    compiled = dev.compile(desc)
+    s = compiled.schedule
+    assert len(s.pieces) > 1 and (s.merge is not None) == (how == "reduced")
+    directions = ["increasing"] if op == "hardmax" else ["increasing", "decreasing"]
+    for direction in directions:
+        kwargs = {"nan_mode": "propagate"} if op == "hardmax" else {"axis_direction": direction}
+        assert_same(*run_both(op, x, axes, dev, **kwargs))
+    source = dev.upload(x)
+    assert len(source._buffers) == -(-x.nbytes // 16384) or x.nbytes <= 16384
+    assert_same(compiled.run(source).numpy(), oracle.evaluate(desc, x))
+
+
+def test_ties_straddling_pieces(small_limits_device):
+    x = np.zeros(10000, np.float32)
+    x[[5, 1100, 9999]] = 3.0  # the maxima lie in different pieces
+    assert dmlgpu.argmax(x, 0, device=small_limits_device).item() == 5
+    assert dmlgpu.argmax(x, 0, axis_direction="decreasing", device=small_limits_device).item() == 9999
+    assert dmlgpu.argmin(x, 0, axis_direction="decreasing", device=small_limits_device).item() == 9998
+
+
+def test_layouts_that_cannot_be_cut_are_refused(small_limits_device):
+    x = np.zeros((40, 50), np.float32).T  # axis 0 of the view is innermost in memory
+    with pytest.raises(dmlgpu.DescriptorError, match="first reduced axis"):
+        dmlgpu.argmax(x, (0, 1), device=small_limits_device)
+    assert dmlgpu.argmax(np.arange(5000, dtype=np.float32), 0, device=small_limits_device).item() == 4999
