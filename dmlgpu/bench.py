@@ -580,6 +580,9 @@ def line(result: dict, peers: list) -> str:
 
 
 def _commit() -> str | None:
+    """The commit measured: ``DMLGPU_COMMIT`` (for a copy without .git), else git's word."""
+    if os.environ.get("DMLGPU_COMMIT"):
+        return os.environ["DMLGPU_COMMIT"]
     try:
         out = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=Path(__file__).parent,
                              capture_output=True, text=True, timeout=5)
