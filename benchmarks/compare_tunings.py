@@ -1,9 +1,9 @@
 """Compare planner tunings on one GPU, interleaved in one process, beside the read ceiling and torch.
 
-    python benchmarks/compare_tunings.py "loads_per_thread=1" "loads_per_thread=4" ...
+    python benchmarks/compare_tunings.py [cases=rows,rows_64] "loads_per_thread=1" "subgroups=0" ...
 
 Each argument is a set of ``dmlgpu.plan.Tuning`` fields (comma-separated ``name=value``; an empty
-string is the default tuning). Every variant gets its own ``Device``; per case, five rounds time
+string is the default tuning); ``cases=`` limits the run to those cases of the full suite. Every variant gets its own ``Device``; per case, five rounds time
 each variant, the ceiling and torch (when importable) in turn, and the medians are printed as
 GB/s. Runs between machine starts differ by up to 20% (docs/performance.md): only compare
 figures from one run.
@@ -59,7 +59,8 @@ def torch_timer(x: np.ndarray, case):
 
 
 def main(specs: list[str]) -> None:
-    specs = specs or [""]
+    wanted = [s[len("cases="):].split(",") for s in specs if s.startswith("cases=")]
+    specs = [s for s in specs if not s.startswith("cases=")] or [""]
     devices = {spec or "default": dmlgpu.Device(tuning=parse(spec)) for spec in specs}
     first = next(iter(devices.values()))
     rng = np.random.default_rng(0)
@@ -67,6 +68,8 @@ def main(specs: list[str]) -> None:
     print(f"{first.name}; GB/s, median of 5 interleaved rounds")
     print(f"{'case':14} " + " ".join(f"{name:>18}" for name in devices) + "   ceiling     torch")
     for case in load_suite("full").cases:
+        if wanted and case.name not in wanted[0]:
+            continue
         need = case.descriptor().lower().input.total_tensor_size_in_bytes
         if case.latency or need > first.runner.capabilities.max_storage_binding:
             print(f"{case.name:14} skipped: {'a latency case' if case.latency else f'needs {need} bytes in one binding'}")

@@ -34,6 +34,8 @@ class Tuning:
     min_chunk_thread: int = 64
     #: Splits into more chunks than this merge with a workgroup per output.
     merge_workgroup_above: int = 64
+    #: Merge within subgroups with shuffles where the adapter has them (off: the tree alone).
+    subgroups: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +47,7 @@ class Capabilities:
     max_workgroups_per_dim: int = 65535
     shader_int64: bool = False
     offset_alignment: int = 256  # a storage binding's offset must be a multiple of this
+    subgroups: bool = False  # the subgroup feature: shuffles merge within subgroups
 
     @classmethod
     def unlimited(cls) -> "Capabilities":
@@ -77,6 +80,7 @@ class Plan:
     increasing: bool
     nan_mode: NanMode
     int64: bool  # 64-bit keys as native u64 (True) or as two u32 words (False)
+    subgroups: bool  # segments that fit a subgroup merge with shuffles
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
@@ -252,6 +256,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         increasing=red.direction is AxisDirection.INCREASING,
         nan_mode=nan_mode,
         int64=caps.shader_int64,
+        subgroups=caps.subgroups and tuning.subgroups,
         kept=kept,
         reduced=reduced,
         workgroup_size=wg,

@@ -110,6 +110,7 @@ class Runner:
             max_workgroups_per_dim=limits["max-compute-workgroups-per-dimension"],
             shader_int64="shader-int64" in self.features,
             offset_alignment=limits["min-storage-buffer-offset-alignment"],
+            subgroups="subgroup" in self.features,
         )
         for name, value in (smaller or {}).items():
             if value > getattr(self.capabilities, name):

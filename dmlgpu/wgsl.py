@@ -77,9 +77,10 @@ def shader_sources(plan: Plan) -> list[str]:
         passes.append(["common", *keys, plan.loader, "fold", first_store, plan.kernel])
     if plan.merge_kernel:
         passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
-    for parts in passes:  # kernels whose threads cooperate merge through the tree
+    cooperation = ["invocation_subgroups", "tree", "tree_subgroups"] if plan.subgroups else ["invocation", "tree", "tree_only"]
+    for parts in passes:  # kernels whose threads cooperate merge within segments
         if parts[-1] in ("reduce_segments", "merge_partials_workgroup"):
-            parts.insert(-1, "tree")
+            parts[-1:-1] = cooperation
     return [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
 
 

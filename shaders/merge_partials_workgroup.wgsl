@@ -2,7 +2,9 @@
 // threads merging the chunks' pairs with stride WG, then a tree (tree.wgsl). Constants: WG.
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(inv: Invocation) {
+    let wid = inv.wid;
+    let lid = inv.lid;
     let o = workgroup_index(wid);
     let outputs = params.counts.x;
     if (o >= outputs) {
@@ -12,7 +14,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var chunk = lid; chunk < params.split.x; chunk += WG) {
         best = merge(best, partial(chunk * outputs + o));
     }
-    let winner = segment_best(lid, best, WG);
+    let winner = segment_best(inv, best, WG);
     if (lid == 0u) {
         store_result(o, kept_offsets(o).y, winner);
     }

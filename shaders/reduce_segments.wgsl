@@ -6,7 +6,9 @@
 // Constants: WG, SEG.
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(inv: Invocation) {
+    let wid = inv.wid;
+    let lid = inv.lid;
     let lane = lid % SEG;
     let wanted = workgroup_index(wid) * (WG / SEG) + lid / SEG;
     // Segments past the last item redo it and store nothing: every thread must reach the
@@ -19,7 +21,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
     var winner = best;
     if (SEG > 1u) {  // a thread a row needs no tree, nor its barriers
-        winner = segment_best(lid, best, SEG);
+        winner = segment_best(inv, best, SEG);
     }
     if (lane == 0u && wanted < params.split.z) {
         store_result(item, work.base.y, winner);

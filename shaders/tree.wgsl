@@ -4,7 +4,7 @@
 
 var<workgroup> wg_pairs: array<Pair, WG>;
 
-fn segment_best(lid: u32, mine: Pair, width: u32) -> Pair {
+fn tree_best(lid: u32, mine: Pair, width: u32) -> Pair {
     wg_pairs[lid] = mine;
     workgroupBarrier();
     let lane = lid % width;

@@ -409,13 +409,16 @@ def test_adapter_choice_by_name(device):
 # --- every kernel the planner can choose, with thresholds shrunk so small inputs reach them
 
 
-@pytest.fixture(scope="module")
-def small_tuning_device():
-    """Thresholds shrunk so that small inputs split, and short rows count as long."""
+@pytest.fixture(scope="module", params=[True, False], ids=["subgroups", "tree"])
+def small_tuning_device(request):
+    """Thresholds shrunk so that small inputs split, with several rows a workgroup; segments
+    merge with subgroup shuffles where the adapter has them, or with the tree alone."""
     from dmlgpu.plan import Tuning
 
-    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=1, target_workgroups=64, min_chunk_per_lane=1,
-                                       target_threads=512, min_chunk_thread=5, merge_workgroup_above=16))
+    device = dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=1, target_workgroups=64,
+                                         min_chunk_per_lane=1, target_threads=512, min_chunk_thread=5,
+                                         merge_workgroup_above=16, subgroups=request.param))
+    return device
 
 
 KERNEL_CASES = [
@@ -475,6 +478,13 @@ def test_gpu_times_of_one_and_two_passes(small_tuning_device, device, op):
         times = compiled.gpu_times(source, result, repeats=3)
         assert times.shape == (3,) and (times > 0).all()
         assert_same(result.numpy(), getattr(oracle, op)(x, 1))
+
+
+def test_subgroups_are_used_where_the_adapter_has_them(device):
+    compiled = device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", (64, 64)), axes=[1]))
+    has = "subgroup" in device.runner.adapter.features
+    assert compiled.plan.subgroups == has
+    assert ("subgroupShuffleXor" in compiled.sources[0]) == has
 
 
 def test_kernel_cases_reach_every_pass(small_tuning_device):
