@@ -56,10 +56,12 @@ class Tensor:
     slice axis (``pieces.buffer_slices``); most tensors have one.
     """
 
-    def __init__(self, device: "Device", desc: TensorDesc, buffers: list):
+    def __init__(self, device: "Device", desc: TensorDesc, buffers: list, slices: list | None = None):
         self.device = device
         self.desc = desc
         self._buffers = buffers
+        # (first index, end index, first byte, bytes) of each buffer: pieces.buffer_slices
+        self._slices = slices or [(0, 0, 0, desc.total_tensor_size_in_bytes)]
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -78,15 +80,13 @@ class Tensor:
     def write(self, data) -> None:
         """Write the bytes of the tensor's memory span (``layout.bytes_for``) to its buffers."""
         raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
-        slices = buffer_slices(self.desc, self.device.runner.capabilities)
-        for buffer, (_, _, first, nbytes) in zip(self._buffers, slices):
+        for buffer, (_, _, first, nbytes) in zip(self._buffers, self._slices):
             self.device.runner.write(buffer, raw[first:first + nbytes])
 
     def numpy(self) -> np.ndarray:
         """Read the tensor back into a packed NumPy array."""
         raw = np.zeros(self.desc.total_tensor_size_in_bytes, np.uint8)
-        slices = buffer_slices(self.desc, self.device.runner.capabilities)
-        for buffer, (_, _, first, nbytes) in zip(self._buffers, slices):
+        for buffer, (_, _, first, nbytes) in zip(self._buffers, self._slices):
             size = min(nbytes, raw.size - first)
             raw[first:first + size] = np.frombuffer(self.device.runner.read(buffer, size), np.uint8)
         return np.array(layout.view(self.desc, raw))
@@ -269,7 +269,7 @@ class Device:
     def empty(self, desc: TensorDesc) -> Tensor:
         """An uninitialised tensor of this descriptor's size (in several buffers if it must)."""
         slices = buffer_slices(desc, self.runner.capabilities)
-        return Tensor(self, desc, [self.runner.storage(nbytes) for _, _, _, nbytes in slices])
+        return Tensor(self, desc, [self.runner.storage(nbytes) for _, _, _, nbytes in slices], slices)
 
     def __repr__(self) -> str:
         return f"Device({self.name!r}, backend={self.runner.backend!r}, feature_level={self.feature_level.value!r})"
