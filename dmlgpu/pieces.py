@@ -21,7 +21,7 @@ import math
 
 from .desc import ArgReduction, TensorDesc
 from .errors import DescriptorError
-from .plan import Capabilities, Plan, Tuning, _merge, plan, simplify
+from .plan import Capabilities, Plan, Tuning, merge_pass, plan, simplify
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +162,7 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning = T
     if not reduced:
         return Schedule(tuple(pieces))
     kept, full_reduced = simplify(red)
-    merge_kernel, merge_grid = _merge(chunks, pieces[0].plan.output_count, caps, tuning)
+    merge_kernel, merge_grid = merge_pass(chunks, pieces[0].plan.output_count, caps, tuning)
     merge = dataclasses.replace(
         pieces[0].plan, kernel="", loader="", kept=kept, reduced=full_reduced, split=chunks, chunk=0,
         merge_kernel=merge_kernel, merge_grid=merge_grid, in_base=0, out_base=0, index_offset=0,

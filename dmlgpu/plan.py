@@ -245,7 +245,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         loader = "load_pairs"
     else:
         loader = "load_quads" if per_quad or kernel == "reduce_columns" else "load_packed"
-    merge_kernel, merge_grid = (None, None) if partials_only else _merge(split, outputs, caps, tuning)
+    merge_kernel, merge_grid = (None, None) if partials_only else merge_pass(split, outputs, caps, tuning)
     max_dim = caps.max_workgroups_per_dim
     return Plan(
         kernel=kernel,
@@ -271,7 +271,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     )
 
 
-def _merge(chunks: int, outputs: int, caps: Capabilities, tuning: Tuning):
+def merge_pass(chunks: int, outputs: int, caps: Capabilities, tuning: Tuning):
     """The merge kernel and grid for ``chunks`` partial pairs per output (none for one chunk)."""
     if chunks <= 1:
         return None, None

@@ -3,7 +3,6 @@
 import pytest
 
 from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, TensorDesc
-from dmlgpu.errors import DescriptorError
 from dmlgpu.plan import Capabilities, Dim, Tuning, grid_for, merge_dims, plan, simplify
 
 CAPS = Capabilities(max_storage_binding=2**31 - 4, max_buffer=2**32, max_workgroups_per_dim=65535, shader_int64=True)
