@@ -228,9 +228,13 @@ class Runner:
 
         They run at the next submit: a read, a write, a release or ``flush``.
         """
+        self._encode(self._encoder(), steps, clear)
+
+    def _encoder(self):
+        """The encoder that collects work until the next submit."""
         if self._pending is None:
             self._pending = self.device.create_command_encoder()
-        self._encode(self._pending, steps, clear)
+        return self._pending
 
     def flush(self) -> None:
         """Submit the recorded work."""
@@ -252,25 +256,18 @@ class Runner:
             raise AdapterError(f"adapter {self.name!r} has no timestamp-query feature")
         self.flush()
         queries = self.device.create_query_set(type="timestamp", count=2 * repeats)
-        resolved = self.storage(16 * repeats)
-        resolve_target = self.device.create_buffer(
+        resolved = self.device.create_buffer(
             size=16 * repeats, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
         )
-        # Each repeat is submitted and waited for alone: the empty pass that starts the
-        # timing before a clear depends on nothing, so without the wait it could run while
-        # the previous repeat is still busy.
+        # Each repeat is submitted and waited for alone (a read waits for the queue): the
+        # empty pass that starts the timing before a clear depends on nothing, so without
+        # the wait it could run while the previous repeat is still busy.
         for i in range(repeats):
-            encoder = self.device.create_command_encoder()
-            self._encode(encoder, steps, clear, (queries, 2 * i))
-            self.device.queue.submit([encoder.finish()])
-            self.read(resolved, 4)  # waits for the queue (on_submitted_work_done_sync is broken in wgpu-py 0.32)
-        encoder = self.device.create_command_encoder()
-        encoder.resolve_query_set(queries, 0, 2 * repeats, resolve_target, 0)
-        encoder.copy_buffer_to_buffer(resolve_target, 0, resolved, 0, 16 * repeats)
-        self.device.queue.submit([encoder.finish()])
+            self._encode(self._encoder(), steps, clear, (queries, 2 * i))
+            self.read(resolved, 4)
+        self._encoder().resolve_query_set(queries, 0, 2 * repeats, resolved, 0)
         ticks = np.frombuffer(self.read(resolved, 16 * repeats), np.uint64).reshape(repeats, 2)
-        for buffer in (resolved, resolve_target):
-            buffer.destroy()
+        resolved.destroy()
         queries.destroy()
         return (ticks[:, 1] - ticks[:, 0]).astype(np.float64) * 1e-9  # WebGPU timestamps are nanoseconds
 
@@ -280,9 +277,7 @@ class Runner:
         staging = self._staging.pop(size, None) or self.device.create_buffer(
             size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
         )
-        if self._pending is None:
-            self._pending = self.device.create_command_encoder()
-        self._pending.copy_buffer_to_buffer(buffer, 0, staging, 0, size)
+        self._encoder().copy_buffer_to_buffer(buffer, 0, staging, 0, size)
         self.flush()
         staging.map_sync("READ")
         data = staging.read_mapped(copy=True)
