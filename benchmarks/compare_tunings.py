@@ -17,7 +17,7 @@ import numpy as np
 
 import dmlgpu
 from dmlgpu import oracle
-from dmlgpu.bench import Ceiling, host_data, load_suite, warm_up
+from dmlgpu.bench import Ceiling, find_peers, host_data, load_suite, warm_up
 from dmlgpu.plan import Tuning
 
 
@@ -27,35 +27,12 @@ def parse(spec: str) -> Tuning:
 
 
 def torch_timer(x: np.ndarray, case):
-    try:
-        import torch
-    except ImportError:
+    """Seconds of the case on torch (the bench's own torch peer), or None without it."""
+    peer = next((p for p in find_peers() if p.name == "torch"), None)
+    if peer is None:
         return None
-    if not torch.cuda.is_available():
-        return None
-    tx = torch.from_numpy(x).cuda()
-    axes = list(case.axes)
-    if case.op == "hardmax":
-        def fn():
-            return torch.zeros_like(tx).scatter_(axes[0], tx.argmax(axes[0], keepdim=True), 1.0)
-    else:
-        keep = [i for i in range(x.ndim) if i not in axes]
-        def fn():
-            y = tx.permute(keep + axes).reshape(*[x.shape[i] for i in keep], -1)
-            return y.argmax(-1) if case.op == "argmax" else y.argmin(-1)
-
-    def seconds(reps: int = 5) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        fn()
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        return start.elapsed_time(end) / reps / 1e3
-
-    return seconds
+    fn = peer.op(case, peer.upload(x))
+    return lambda: float(np.median(peer.gpu_times(fn, 5)))
 
 
 def main(specs: list[str]) -> None:
@@ -72,7 +49,7 @@ def main(specs: list[str]) -> None:
             continue
         need = case.descriptor().lower().input.total_tensor_size_in_bytes
         if case.latency or need > first.runner.capabilities.max_storage_binding:
-            print(f"{case.name:14} skipped: {'a latency case' if case.latency else f'needs {need} bytes in one binding'}")
+            print(f"{case.name:14} skipped: {'a latency case' if case.latency else f'{need} bytes exceed one binding, which the ceiling reads whole'}")
             continue
         x = host_data(case, rng)
         runs = {}

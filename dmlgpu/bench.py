@@ -429,7 +429,8 @@ class Bench:
         need = max(red.input.total_tensor_size_in_bytes, red.output.total_tensor_size_in_bytes)
         if need > caps.max_storage_binding:
             return {**result, "status": "skipped",
-                    "reason": f"needs {need} bytes in one binding, adapter binds {caps.max_storage_binding}"}
+                    "reason": f"{need} bytes exceed one binding ({caps.max_storage_binding}), which the bench "
+                              f"and its ceiling read whole; see benchmarks/beyond_one_binding.py"}
         try:
             compiled = self.device.compile(case.descriptor())
         except DescriptorError as err:
