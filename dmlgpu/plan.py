@@ -49,11 +49,6 @@ class Capabilities:
     offset_alignment: int = 256  # a storage binding's offset must be a multiple of this
     subgroups: bool = False  # the subgroup feature: shuffles merge within subgroups
 
-    @classmethod
-    def unlimited(cls) -> "Capabilities":
-        """An adapter with generous limits, for planning without one."""
-        return cls(2**31, 2**32, 65535, True)
-
 
 @dataclasses.dataclass(frozen=True)
 class Dim:
