@@ -15,7 +15,7 @@ import numpy as np
 from . import layout
 from .desc import TensorDesc, lower
 from .errors import DataError
-from .pieces import Schedule, buffer_slices, schedule
+from .pieces import Schedule, buffer_spans, schedule
 from .plan import Plan, Tuning
 from .runner import Runner, adapter_summary
 from .types import FeatureLevel, NanMode
@@ -52,16 +52,16 @@ class LruCache(OrderedDict):
 class Tensor:
     """A tensor resident on a device: its ``TensorDesc`` and the GPU buffers that hold it.
 
-    A tensor larger than one buffer of the adapter is held in several, cut along its
-    slice axis (``pieces.buffer_slices``); most tensors have one.
+    A tensor larger than one buffer of the adapter is held in several, the cells of a
+    grid (``pieces.buffer_grid``); most tensors have one.
     """
 
-    def __init__(self, device: "Device", desc: TensorDesc, buffers: list, slices: list | None = None):
+    def __init__(self, device: "Device", desc: TensorDesc, buffers: list, spans: list | None = None):
         self.device = device
         self.desc = desc
         self._buffers = buffers
-        # (first index, end index, first byte, bytes) of each buffer: pieces.buffer_slices
-        self._slices = slices or [(0, 0, 0, desc.total_tensor_size_in_bytes)]
+        # (first byte, bytes) of the tensor's memory that each buffer holds: pieces.buffer_spans
+        self._spans = spans or [(0, desc.total_tensor_size_in_bytes)]
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -80,13 +80,13 @@ class Tensor:
     def write(self, data) -> None:
         """Write the bytes of the tensor's memory span (``layout.bytes_for``) to its buffers."""
         raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
-        for buffer, (_, _, first, nbytes) in zip(self._buffers, self._slices):
+        for buffer, (first, nbytes) in zip(self._buffers, self._spans):
             self.device.runner.write(buffer, raw[first:first + nbytes])
 
     def numpy(self) -> np.ndarray:
         """Read the tensor back into a packed NumPy array."""
         raw = np.zeros(self.desc.total_tensor_size_in_bytes, np.uint8)
-        for buffer, (_, _, first, nbytes) in zip(self._buffers, self._slices):
+        for buffer, (first, nbytes) in zip(self._buffers, self._spans):
             size = min(nbytes, raw.size - first)
             raw[first:first + size] = np.frombuffer(self.device.runner.read(buffer, size), np.uint8)
         return np.array(layout.view(self.desc, raw))
@@ -136,10 +136,8 @@ class CompiledOperator:
         self.schedule: Schedule = schedule(reduction, runner.capabilities, self.nan_mode, device.tuning)
         self.plan: Plan = self.schedule.pieces[0].plan  # the first piece's (the only one, mostly)
         self.sources: list[str] = []
-        self._pieces = []  # per piece: its window of the input and output, and its passes
-        for piece in self.schedule.pieces:
-            self._pieces.append((piece.input, piece.output, self._passes(piece.plan)))
-        self._merge = self._passes(self.schedule.merge) if self.schedule.merge else []
+        # per piece: its window of the input and output (None: the scratch), and its passes
+        self._pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in self.schedule.pieces]
         scratch = max([self.schedule.partial_bytes] + [p.plan.partial_bytes for p in self.schedule.pieces])
         self._scratch = runner.storage(scratch) if scratch else None
         self._io = None  # (input, output, steps) of the NumPy-in, NumPy-out path, kept if small
@@ -163,16 +161,16 @@ class CompiledOperator:
         the scratch pairs between a first pass and its merge."""
         bind = self.device.runner.bind
         scratch = (self._scratch, 0, self._scratch.size) if self._scratch else None
-        whole_out = (output._buffers[0], 0, output._buffers[0].size)
+
+        def window(tensor: Tensor, w):
+            return scratch if w is None else (tensor._buffers[w.buffer], w.offset, w.size)
+
         steps = []
         for in_window, out_window, passes in self._pieces:
-            src = (input._buffers[in_window.buffer], in_window.offset, in_window.size)
-            dst = (output._buffers[out_window.buffer], out_window.offset, out_window.size)
+            src, dst = window(input, in_window), window(output, out_window)
             for pipeline, params, grid, merging, writes_pairs in passes:
                 steps.append((pipeline, bind(params, scratch if merging else src,
                                              scratch if writes_pairs else dst), grid))
-        for pipeline, params, grid, _, _ in self._merge:
-            steps.append((pipeline, bind(params, scratch, whole_out), grid))
         return steps
 
     def _clear(self, output: Tensor):
@@ -268,8 +266,8 @@ class Device:
 
     def empty(self, desc: TensorDesc) -> Tensor:
         """An uninitialised tensor of this descriptor's size (in several buffers if it must)."""
-        slices = buffer_slices(desc, self.runner.capabilities)
-        return Tensor(self, desc, [self.runner.storage(nbytes) for _, _, _, nbytes in slices], slices)
+        spans = buffer_spans(desc, self.runner.capabilities)
+        return Tensor(self, desc, [self.runner.storage(nbytes) for _, nbytes in spans], spans)
 
     def __repr__(self) -> str:
         return f"Device({self.name!r}, backend={self.runner.backend!r}, feature_level={self.feature_level.value!r})"

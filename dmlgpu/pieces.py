@@ -1,27 +1,39 @@
-"""Tensors larger than one storage binding or one buffer: pieces along one axis.
+"""Tensors larger than one storage binding or one buffer: a grid of pieces.
 
 DirectML's tensors hold up to 2^32 - 1 elements (16 GiB of FLOAT32), but an adapter binds
 at most ``max_storage_binding`` bytes at once (2 GiB on NVIDIA through Vulkan, 128 MiB on
-lavapipe) and holds at most ``max_buffer`` bytes in one buffer (4 GiB). A tensor beyond
-them lives in several buffers, cut along its *slice axis* (the axis with the largest
-stride), and an operator runs piece by piece, each piece a window of one buffer:
+lavapipe) and holds at most ``max_buffer`` bytes in one buffer (4 GiB). Such tensors are cut
+into a *grid*: every axis is partitioned into ranges, and a cell is one range per axis.
 
-- when the slice axis is kept, each piece is a reduction of its own, writing its outputs;
-- when it is the first reduced axis (in ascending order), each piece writes partial
-  (key, index) pairs, its indices offset by where the piece starts, and one merge pass
-  over every piece's pairs applies the tie rule across pieces.
+- A tensor's **buffers** are the cells of a grid whose cells each span at most
+  ``max_buffer`` bytes (``buffer_grid``); it depends on the descriptor alone.
+- An operator's **pieces** are the cells of a finer grid: each cell's input and output span
+  fit one binding, and each lies inside one buffer of each tensor.
 
-Other layouts beyond one binding are refused with the reason. Pure Python, like the planner.
+``cell_lengths`` finds the largest cells that fit: it cuts the axis with the largest stride
+of a tensor that does not fit, to single indices where one index does not fit (then the next
+axis), else to the longest ranges that do. Since a span depends only on a cell's lengths,
+every cell of one level is cut alike, so the result is a grid.
+
+When no reduced axis is cut, each piece is a reduction of its own and writes its outputs.
+Otherwise the cells that share their kept ranges form a *group*: each writes partial
+(key, index) pairs, its indices mapped to the whole reduction's, and a merge applies the tie
+rule across them and writes the group's outputs. Pure Python, like the planner.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import math
 
 from .desc import ArgReduction, TensorDesc
 from .errors import DescriptorError
 from .plan import Capabilities, Plan, Tuning, merge_pass, plan, simplify
+
+Box = tuple[tuple[int, int], ...]  # a range [start, end) per axis
+Grid = tuple[tuple[tuple[int, int], ...], ...]  # the ranges of each axis
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,137 +47,228 @@ class Window:
 
 @dataclasses.dataclass(frozen=True)
 class Piece:
+    """One step of a schedule: a plan and what it binds. ``input=None``: the plan is a merge
+    that reads the scratch pairs; ``output=None``: the plan writes pairs to the scratch."""
+
     plan: Plan
-    input: Window
-    output: Window
+    input: Window | None
+    output: Window | None
 
 
 @dataclasses.dataclass(frozen=True)
 class Schedule:
-    """The pieces of an operator in order, and the merge that follows them, if any."""
+    """The steps of an operator in order, and the scratch its partial pairs need."""
 
     pieces: tuple[Piece, ...]
-    merge: Plan | None = None  # across pieces (slice axis reduced)
-    partial_bytes: int = 0  # scratch for the pairs the pieces leave to ``merge``
+    partial_bytes: int = 0
+
+    @property
+    def merges(self) -> int:
+        return sum(p.input is None for p in self.pieces)
 
 
-def slice_axis(desc: TensorDesc) -> int:
-    """The axis that addresses memory most coarsely: the largest stride of a size > 1."""
-    strides = desc.element_strides
-    return max(range(desc.rank), key=lambda a: (desc.sizes[a] > 1, strides[a], -a))
+def _span(strides, size: int, lengths) -> int:
+    """Bytes from the first to the last element of a cell with these lengths."""
+    return (sum((n - 1) * s for n, s in zip(lengths, strides)) + 1) * size
 
 
-def slice_span(desc: TensorDesc, axis: int, a: int, b: int) -> tuple[int, int]:
-    """(first byte, bytes) that indices [a, b) of ``axis`` reach."""
-    strides, size = desc.element_strides, desc.data_type.size
-    rest = sum((n - 1) * s for i, (n, s) in enumerate(zip(desc.sizes, strides)) if i != axis)
-    first = a * strides[axis] * size
-    end = ((b - 1) * strides[axis] + rest + 1) * size
-    return first, end - first
+def _first(strides, size: int, box: Box) -> int:
+    """The byte offset of a cell's first element."""
+    return sum(a * s for (a, _), s in zip(box, strides)) * size
 
 
-def slices(desc: TensorDesc, axis: int, lo: int, hi: int, limit: int) -> list[tuple[int, int]]:
-    """Ranges [a, b) covering [lo, hi) of ``axis``, each as long as ``limit`` bytes allow."""
-    out, a = [], lo
-    while a < hi:
-        if slice_span(desc, axis, a, a + 1)[1] > limit:
-            raise DescriptorError(
-                f"input_tensor needs {slice_span(desc, axis, a, a + 1)[1]} bytes for one index of axis "
-                f"{axis}, but this adapter binds at most {limit} bytes at once"
-            )
-        short, long = a + 1, hi  # the span grows with b: the longest range that fits
-        while short < long:
-            mid = (short + long + 1) // 2
-            short, long = (mid, long) if slice_span(desc, axis, a, mid)[1] <= limit else (short, mid - 1)
-        out.append((a, short))
-        a = short
-    return out
+def _round16(n: int) -> int:
+    return (n + 15) & ~15
 
 
-def buffer_slices(desc: TensorDesc, caps: Capabilities) -> list[tuple[int, int, int, int]]:
-    """How a tensor of ``desc`` is held: (first index, end index, first byte, bytes) per buffer."""
-    axis = slice_axis(desc)
+def cell_lengths(sizes, tensors, limit: int) -> tuple[int, ...]:
+    """Per-axis lengths of the largest cells whose span is at most ``limit`` bytes in every
+    one of ``tensors`` ((element strides, element size) over the same axes)."""
+    lengths = list(sizes)
+
+    def over():
+        return next((t for t in tensors if _span(*t, lengths) > limit), None)
+
+    while (tensor := over()) is not None:
+        strides = tensor[0]
+        axis = max((a for a, n in enumerate(lengths) if n > 1 and strides[a] > 0), key=lambda a: (strides[a], -a),
+                   default=None)
+        if axis is None:
+            raise DescriptorError(f"one element of {tensor[1]} bytes is more than the {limit} bytes a piece may span here")
+        whole, lengths[axis] = lengths[axis], 1
+        if over() is None:  # the longest range that fits; else single indices, and cut on
+            short, long = 1, whole
+            while short < long:
+                lengths[axis] = mid = (short + long + 1) // 2
+                short, long = (mid, long) if over() is None else (short, mid - 1)
+            lengths[axis] = short
+    return tuple(lengths)
+
+
+def _partition(bounds, length: int) -> tuple[tuple[int, int], ...]:
+    """Each range of ``bounds`` cut into as few ranges of at most ``length`` as it takes, of
+    even lengths (multiples of 64 where that fits, so that 16-byte loads stay aligned)."""
+    out = []
+    for lo, hi in bounds:
+        even = -(-(hi - lo) // -(-(hi - lo) // length))
+        step = min(length, -(-even // 64) * 64)
+        out += [(a, min(a + step, hi)) for a in range(lo, hi, step)]
+    return tuple(out)
+
+
+def _refine(*partitions) -> tuple[tuple[int, int], ...]:
+    """The ranges between every boundary of several partitions of one axis."""
+    cuts = sorted({a for part in partitions for a, _ in part} | {part[-1][1] for part in partitions})
+    return tuple(zip(cuts, cuts[1:]))
+
+
+def buffer_grid(desc: TensorDesc, caps: Capabilities) -> Grid:
+    """How a tensor of ``desc`` is held: the grid whose cells are its buffers."""
     if desc.total_tensor_size_in_bytes <= caps.max_buffer:
-        return [(0, desc.sizes[axis], 0, (desc.total_tensor_size_in_bytes + 15) & ~15)]
-    return [(a, b, *slice_span(desc, axis, a, b))
-            for a, b in slices(desc, axis, 0, desc.sizes[axis], caps.max_buffer)]
+        return tuple(((0, n),) for n in desc.sizes)
+    lengths = cell_lengths(desc.sizes, [(desc.element_strides, desc.data_type.size)], caps.max_buffer & ~15)
+    return tuple(_partition(((0, n),), length) for n, length in zip(desc.sizes, lengths))
 
 
-def _sliced(desc: TensorDesc, axis: int, a: int, b: int) -> TensorDesc:
-    sizes = tuple(b - a if i == axis else n for i, n in enumerate(desc.sizes))
-    return TensorDesc(desc.data_type, sizes, desc.element_strides)
+def buffer_spans(desc: TensorDesc, caps: Capabilities) -> list[tuple[int, int]]:
+    """(first byte, bytes) of each buffer of a tensor of ``desc``, in ``buffer_grid`` order."""
+    cells = list(itertools.product(*buffer_grid(desc, caps)))
+    if len(cells) == 1:
+        return [(0, _round16(desc.total_tensor_size_in_bytes))]
+    strides, size = desc.element_strides, desc.data_type.size
+    return [(_first(strides, size, box), _round16(_span(strides, size, [b - a for a, b in box]))) for box in cells]
 
 
-def _window(buffers, index: int, first: int, size: int, align: int) -> tuple[Window, int]:
-    """The window of bytes [first, first + size) in the tensor's buffer ``index``, its offset
-    aligned down, and the bytes between the window's start and ``first``."""
-    inside = first - buffers[index][2]
-    offset = inside - inside % align
-    rest = inside - offset
-    return Window(index, offset, (rest + size + 15) & ~15), rest
+def _buffer_of(grid: Grid, box: Box) -> int:
+    """The index of the buffer (a cell of ``grid``) that holds cell ``box``."""
+    index = 0
+    for ranges, (a, _) in zip(grid, box):
+        index = index * len(ranges) + bisect.bisect_right([lo for lo, _ in ranges], a) - 1
+    return index
 
 
-def _holder(buffers, first: int, size: int) -> int:
-    """The buffer that holds bytes [first, first + size)."""
-    for i, (_, _, start, nbytes) in enumerate(buffers):
-        if start <= first and first + size <= start + nbytes:
-            return i
-    raise DescriptorError("output_tensor's layout does not split into buffers along the input's pieces")
+def _sliced(desc: TensorDesc, box: Box) -> TensorDesc:
+    return TensorDesc(desc.data_type, tuple(b - a for a, b in box), desc.element_strides)
+
+
+class _Tensor:
+    """One operand as the scheduler sees it: its layout over the input's axes and its buffers."""
+
+    def __init__(self, desc: TensorDesc, caps: Capabilities, strides, axes_of_one: set[int], full_sizes):
+        self.desc, self.caps = desc, caps
+        self.strides, self.size = strides, desc.data_type.size
+        self.axes_of_one = axes_of_one  # input axes along which this tensor has size 1
+        self.grid = buffer_grid(desc, caps)
+        self.spans = buffer_spans(desc, caps)
+        # The buffer grid over the input's axes: whole along the axes of size 1.
+        self.partitions = [((0, n),) if a in axes_of_one else part
+                           for a, (n, part) in enumerate(zip(full_sizes, self.grid))]
+
+    def own(self, box: Box) -> Box:
+        return tuple((0, 1) if a in self.axes_of_one else r for a, r in enumerate(box))
+
+    def window(self, box: Box) -> tuple[Window, int]:
+        """The window that holds cell ``box`` (its start aligned down), and the element
+        offset of the cell's first element in it."""
+        own = self.own(box)
+        buffer = _buffer_of(self.grid, own)
+        inside = _first(self.desc.element_strides, self.size, own) - self.spans[buffer][0]
+        offset = inside - inside % self.caps.offset_alignment
+        rest = inside - offset
+        span = _span(self.desc.element_strides, self.size, [b - a for a, b in own])
+        return Window(buffer, offset, _round16(rest + span)), rest // self.size
 
 
 def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning = Tuning()) -> Schedule:
-    """The pieces (and final merge) of a reduction on an adapter with these limits."""
+    """The pieces (and merges) of a reduction on an adapter with these limits."""
     binding, align = caps.max_storage_binding, caps.offset_alignment
     whole_in, whole_out = red.input.total_tensor_size_in_bytes, red.output.total_tensor_size_in_bytes
     if whole_in <= binding and whole_out <= binding:
-        return Schedule((Piece(plan(red, caps, nan_mode, tuning), Window(0, 0, (whole_in + 15) & ~15),
-                               Window(0, 0, (whole_out + 15) & ~15)),))
-    axis = slice_axis(red.input)
-    reduced = axis in red.axes
-    if reduced and axis != min(red.axes):
-        raise DescriptorError(
-            f"input_tensor needs {whole_in} bytes, more than this adapter binds at once ({binding}); "
-            f"such tensors are cut along axis {axis} (the largest stride), which must then be kept or "
-            f"the first reduced axis, not axis {axis} of axes {list(red.axes)}"
-        )
-    if reduced and whole_out > binding:
-        raise DescriptorError(
-            f"output_tensor.total_tensor_size_in_bytes is {whole_out}, but this adapter binds at most "
-            f"{binding} bytes at once, and an output is cut only along a kept axis"
-        )
-    in_buffers, out_buffers = buffer_slices(red.input, caps), buffer_slices(red.output, caps)
-    # A window starts up to `align` bytes before its slice and ends rounded up to 16 bytes.
+        return Schedule((Piece(plan(red, caps, nan_mode, tuning), Window(0, 0, _round16(whole_in)),
+                               Window(0, 0, _round16(whole_out))),))
+    sizes, hardmax = red.input.sizes, red.op == "hardmax"
+    reduced = set(red.axes)
+    kept_axes = [a for a in range(len(sizes)) if a not in reduced]
+    inp = _Tensor(red.input, caps, red.input.element_strides, set(), sizes)
+    one = set() if hardmax else reduced
+    out = _Tensor(red.output, caps, tuple(0 if a in one else s for a, s in enumerate(red.output.element_strides)),
+                  one, sizes)
+    # A window starts up to `align` bytes before its cell and ends rounded up to 16 bytes.
     limit = (binding - align) & ~15
-    inner = math.prod(red.input.sizes[a] for a in red.axes if a > axis)
-    pieces, chunks = [], 0
-    for index, (lo, hi, _, _) in enumerate(in_buffers):
-        for a, b in slices(red.input, axis, lo, hi, limit):
-            in_window, rest = _window(in_buffers, index, *slice_span(red.input, axis, a, b), align)
-            sub_out = red.output if reduced else _sliced(red.output, axis, a, b)
-            out_first, out_size = (0, (whole_out + 15) & ~15) if reduced else slice_span(red.output, axis, a, b)
-            out_window, out_rest = _window(out_buffers, _holder(out_buffers, out_first, out_size),
-                                           out_first, out_size, align)
-            if out_window.size > binding:
-                raise DescriptorError(
-                    f"output_tensor needs {out_window.size} bytes for indices {a}..{b - 1} of axis {axis}, "
-                    f"more than this adapter binds at once ({binding})"
-                )
-            sub = ArgReduction(red.op, _sliced(red.input, axis, a, b), sub_out, red.axes, red.direction)
-            size_in, size_out = red.input.data_type.size, red.output.data_type.size
-            p = plan(sub, caps, nan_mode, tuning, in_base=rest // size_in, partials_only=reduced)
-            p = dataclasses.replace(
-                p, out_base=out_rest // size_out, index_offset=a * inner if reduced else 0,
-                slot_base=chunks * p.output_count if reduced else 0,
-            )
-            chunks += p.split
-            pieces.append(Piece(p, in_window, out_window))
-    if not reduced:
+    lengths = list(cell_lengths(sizes, [(inp.strides, inp.size), (out.strides, out.size)], limit))
+    grid = [_partition(_refine(pi, po), n) for pi, po, n in zip(inp.partitions, out.partitions, lengths)]
+
+    def piece_plan(box: Box, **kw) -> tuple[Plan, Window]:
+        window, base = inp.window(box)
+        sub = ArgReduction(red.op, _sliced(red.input, box), _sliced(red.output, out.own(box)), red.axes, red.direction)
+        return plan(sub, caps, nan_mode, tuning, in_base=base, **kw), window
+
+    def out_window(box: Box, p: Plan, **kw) -> Piece:
+        window, base = out.window(box)
+        return Piece(dataclasses.replace(p, out_base=base, **kw), None, window)
+
+    if all(len(grid[a]) == 1 for a in reduced):  # each piece reduces whole slices
+        pieces = []
+        for box in itertools.product(*grid):
+            p, in_window = piece_plan(box)
+            pieces.append(dataclasses.replace(out_window(box, p), input=in_window))
         return Schedule(tuple(pieces))
-    kept, full_reduced = simplify(red)
-    merge_kernel, merge_grid = merge_pass(chunks, pieces[0].plan.output_count, caps, tuning)
-    merge = dataclasses.replace(
-        pieces[0].plan, kernel="", loader="", kept=kept, reduced=full_reduced, split=chunks, chunk=0,
-        merge_kernel=merge_kernel, merge_grid=merge_grid, in_base=0, out_base=0, index_offset=0,
-        slot_base=0, partials_only=False,
+
+    # Groups of cells that share their kept ranges; each group's pairs fit the scratch.
+    cells = math.prod(len(grid[a]) for a in reduced)
+    scratch_limit = min(binding, caps.max_buffer)
+    def longest(axis: int) -> int:
+        return max(b - a for a, b in grid[axis])
+
+    while 16 * cells * math.prod(longest(k) for k in kept_axes) > scratch_limit:
+        widest = max((k for k in kept_axes if longest(k) > 1), key=longest, default=None)
+        if widest is None:
+            raise DescriptorError(
+                f"input_tensor is cut into {cells} pieces along its reduced axes; their partial pairs "
+                f"({16 * cells} bytes per output) exceed what this adapter binds at once ({scratch_limit})"
+            )
+        grid[widest] = _partition(grid[widest], (longest(widest) + 1) // 2)
+    if hardmax and _span(red.output.element_strides, 1, sizes) > 2**32:
+        raise DescriptorError(
+            f"output_tensor spans {_span(red.output.element_strides, 1, sizes)} elements; a HARDMAX whose "
+            f"reduced axes are cut into pieces addresses its output with 32-bit offsets (at most 2^32)"
+        )
+    index_strides = {r: math.prod(sizes[s] for s in reduced if s > r) for r in reduced}
+    pieces, scratch = [], 0
+    for kept_box in itertools.product(*(grid[k] for k in kept_axes)):
+        outputs = math.prod(b - a for a, b in kept_box)
+        max_split = max(1, scratch_limit // (16 * outputs) // cells)
+        chunks, group = 0, []
+        for red_box in itertools.product(*(grid[r] for r in sorted(reduced))):
+            ranges = dict(zip(kept_axes, kept_box)) | dict(zip(sorted(reduced), red_box))
+            box = tuple(ranges[a] for a in range(len(sizes)))
+            p, in_window = piece_plan(box, partials_only=True, index_strides=index_strides, max_split=max_split)
+            offset = sum(box[r][0] * index_strides[r] for r in reduced)
+            group.append(box)
+            pieces.append(Piece(dataclasses.replace(p, index_offset=offset, slot_base=chunks * outputs), in_window, None))
+            chunks += p.split
+        whole = tuple((0, n) if a in reduced else ranges[a] for a, n in enumerate(sizes))
+        merge = _merge_plan(pieces[-1].plan, ArgReduction(red.op, _sliced(red.input, whole),
+                                                           _sliced(red.output, out.own(whole)), red.axes, red.direction),
+                            chunks, caps, tuning)
+        if hardmax:  # the winners may lie in any cell's output: a merge per cell's window
+            first = _first(red.output.element_strides, 1, whole)
+            for box in group:
+                window, _ = out.window(box)
+                start = (out.spans[window.buffer][0] + window.offset) // out.size
+                pieces.append(Piece(dataclasses.replace(merge, out_base=(first - start) % 2**32,
+                                                        out_limit=window.size // out.size), None, window))
+        else:
+            pieces.append(out_window(whole, merge))
+        scratch = max(scratch, 16 * chunks * outputs)
+    return Schedule(tuple(pieces), scratch)
+
+
+def _merge_plan(piece: Plan, whole: ArgReduction, chunks: int, caps: Capabilities, tuning: Tuning) -> Plan:
+    """The merge of a group's ``chunks`` pairs per output, over its whole reduction."""
+    kept, reduced = simplify(whole)
+    kernel, grid = merge_pass(chunks, piece.output_count, caps, tuning)
+    return dataclasses.replace(
+        piece, kernel="", loader="", kept=kept, reduced=reduced, split=chunks, chunk=0, merge_kernel=kernel,
+        merge_grid=grid, in_base=0, out_base=0, index_offset=0, slot_base=0, partials_only=False,
     )
-    return Schedule(tuple(pieces), merge, 16 * chunks * merge.output_count)

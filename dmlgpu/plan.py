@@ -52,11 +52,17 @@ class Capabilities:
 
 @dataclasses.dataclass(frozen=True)
 class Dim:
-    """One dimension after simplification: its size and its strides in elements."""
+    """One dimension after simplification: its size and its strides in elements.
+
+    ``index_stride``, for reduced dimensions: what a step adds to the index reported, which
+    is row-major over the whole reduction's sizes; a piece of a reduction (see
+    ``pieces.schedule``) may step it by more than its own row-major order would.
+    """
 
     size: int
     in_stride: int
     out_stride: int
+    index_stride: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +99,9 @@ class Plan:
     index_offset: int = 0
     slot_base: int = 0
     partials_only: bool = False  # the first pass stores pairs for a merge after every piece
+    # Output elements from out_base that a HARDMAX store may write (a merge run once per
+    # window of a large output writes the winners that fall in its window).
+    out_limit: int = 2**32 - 1
 
     @property
     def output_count(self) -> int:
@@ -101,6 +110,16 @@ class Plan:
     @property
     def reduced_count(self) -> int:
         return math.prod(d.size for d in self.reduced)
+
+    @property
+    def remaps_index(self) -> bool:
+        """Whether reported indices step otherwise than row-major over ``reduced``."""
+        inner = 1
+        for d in reversed(self.reduced):
+            if d.index_stride != inner:
+                return True
+            inner *= d.size
+        return False
 
     @property
     def clears_output(self) -> bool:
@@ -116,7 +135,7 @@ class Plan:
 def merge_dims(dims: list[Dim]) -> tuple[Dim, ...]:
     """Drop size-1 dimensions and merge neighbours that address memory as one.
 
-    Dimension ``a`` followed by ``b`` merge when, for both strides, stepping ``a`` once
+    Dimension ``a`` followed by ``b`` merge when, for every stride, stepping ``a`` once
     equals stepping ``b`` through its whole size; the row-major order of the elements,
     and so every flat index, is unchanged.
     """
@@ -126,26 +145,31 @@ def merge_dims(dims: list[Dim]) -> tuple[Dim, ...]:
             continue
         if merged:
             a = merged[-1]
-            if a.in_stride == d.in_stride * d.size and a.out_stride == d.out_stride * d.size:
-                merged[-1] = Dim(a.size * d.size, d.in_stride, d.out_stride)
+            if all(x == y * d.size for x, y in zip(dataclasses.astuple(a)[1:], dataclasses.astuple(d)[1:])):
+                merged[-1] = dataclasses.replace(d, size=a.size * d.size)
                 continue
         merged.append(d)
     return tuple(merged)
 
 
-def simplify(red: ArgReduction) -> tuple[tuple[Dim, ...], tuple[Dim, ...]]:
+def simplify(red: ArgReduction, index_strides: dict[int, int] | None = None) -> tuple[tuple[Dim, ...], tuple[Dim, ...]]:
     """The kept and reduced dimensions of a reduction, simplified.
 
     Reduced dimensions carry the output stride only for HARDMAX (whose output has the
-    input's shape); for the index operators their output stride is 0.
+    input's shape); for the index operators their output stride is 0. ``index_strides``
+    (by axis) are a whole reduction's when ``red`` is a piece of it; by default the
+    reported index is row-major over ``red``'s own reduced sizes.
     """
     in_strides = red.input.element_strides
     out_strides = red.output.element_strides
     hardmax = red.op == "hardmax"
+    sizes = red.input.sizes
+    if index_strides is None:
+        index_strides = {a: math.prod(sizes[b] for b in red.axes if b > a) for a in red.axes}
     kept, reduced = [], []
-    for axis, size in enumerate(red.input.sizes):
+    for axis, size in enumerate(sizes):
         if axis in red.axes:
-            reduced.append(Dim(size, in_strides[axis], out_strides[axis] if hardmax else 0))
+            reduced.append(Dim(size, in_strides[axis], out_strides[axis] if hardmax else 0, index_strides[axis]))
         else:
             kept.append(Dim(size, in_strides[axis], out_strides[axis]))
     # Outputs may be visited in any order: put the smallest input stride innermost, so
@@ -196,25 +220,32 @@ def _power_of_two_at_least(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
-def _split(count: int, outputs: int, target: int, min_chunk: int, align: int) -> tuple[int, int]:
-    """(chunks, chunk length): enough work items for ``target``, chunks of at least ``min_chunk``."""
-    chunks = max(1, min(math.ceil(target / outputs), count // min_chunk))
+def _split(count: int, outputs: int, target: int, min_chunk: int, align: int, most: int) -> tuple[int, int]:
+    """(chunks, chunk length): enough work items for ``target``, chunks of at least
+    ``min_chunk``, at most ``most`` chunks."""
+    chunks = max(1, min(math.ceil(target / outputs), count // min_chunk, most))
     chunk = math.ceil(count / chunks)
     chunk = math.ceil(chunk / align) * align if align else chunk
     return math.ceil(count / chunk), chunk
 
 
 def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning: Tuning = Tuning(),
-         in_base: int = 0, partials_only: bool = False) -> Plan:
-    """The plan for one reduction (or one piece of one, see ``schedule``) on one adapter.
+         in_base: int = 0, partials_only: bool = False, index_strides: dict[int, int] | None = None,
+         max_split: int | None = None) -> Plan:
+    """The plan for one reduction (or one piece of one, see ``pieces.schedule``) on one adapter.
 
-    ``in_base``: the element offset of the input's first element in its bound window (its
-    alignment decides whether 16-byte loads line up); ``partials_only``: store partial
-    pairs for a merge that ``schedule`` adds after every piece.
+    For a piece: ``in_base`` is the element offset of the input's first element in its
+    bound window (its alignment decides whether 16-byte loads line up); ``partials_only``
+    stores partial pairs for a merge that the schedule adds; ``index_strides`` are the whole
+    reduction's (``simplify``); ``max_split`` bounds the chunks per output. The partial
+    pairs of a split always fit one binding.
     """
     nan_mode = NanMode.parse(nan_mode, "nan_mode")
-    kept, reduced = simplify(red)
+    kept, reduced = simplify(red, index_strides)
     outputs = math.prod(d.size for d in kept)
+    most = max(1, caps.max_storage_binding // (16 * outputs))
+    if max_split is not None:
+        most = min(most, max_split)
     count = math.prod(d.size for d in reduced)
     per_quad = elements_per_quad(red, reduced, kept, in_base)
     columns = outputs_per_quad(red, reduced, kept, in_base)
@@ -226,15 +257,15 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         segment = min(wg, _power_of_two_at_least(math.ceil(loads / tuning.loads_per_thread)))
         per_workgroup = wg // segment
         split, chunk = _split(count, outputs, tuning.target_workgroups * per_workgroup,
-                              tuning.min_chunk_per_lane * segment, per_quad)
+                              tuning.min_chunk_per_lane * segment, per_quad, most)
         groups = math.ceil(outputs * split / per_workgroup)
     elif columns:
         kernel = "reduce_columns"
-        split, chunk = _split(count, outputs // columns, tuning.target_threads, tuning.min_chunk_thread, 0)
+        split, chunk = _split(count, outputs // columns, tuning.target_threads, tuning.min_chunk_thread, 0, most)
         groups = math.ceil(outputs // columns * split / wg)
     else:
         kernel = "reduce_thread"
-        split, chunk = _split(count, outputs, tuning.target_threads, tuning.min_chunk_thread, per_quad)
+        split, chunk = _split(count, outputs, tuning.target_threads, tuning.min_chunk_thread, per_quad, most)
         groups = math.ceil(outputs * split / wg)
     if red.input.data_type.size == 8:
         loader = "load_pairs"

@@ -68,6 +68,7 @@ def shader_sources(plan: Plan) -> list[str]:
         "RED_RANK": len(plan.reduced),
         "INCREASING": plan.increasing,
         "SEG": plan.segment,
+        "REMAP": plan.remaps_index,
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
@@ -88,13 +89,13 @@ def params_words(plan: Plan, grid: tuple[int, int, int], merge_pass: bool = Fals
     """The uniform ``Params`` of ``common.wgsl`` as 32-bit words, for a pass run on ``grid``.
 
     A merge pass reads every pair from slot 0 and its pairs' indices are final, so only
-    the output's base offset carries over from a piece.
+    the output's base offset and limit carry over from a piece.
     """
     gx, gy, _ = grid
-    words = np.zeros(12 + 6 * MAX_DIMS, dtype=np.uint32)
+    words = np.zeros(12 + 7 * MAX_DIMS, dtype=np.uint32)
     piece = (0, plan.out_base, 0, 0) if merge_pass else (plan.in_base, plan.out_base, plan.index_offset, plan.slot_base)
     words[:12] = (plan.output_count, plan.reduced_count, gx, gx * gy,
-                  plan.split, plan.chunk, plan.output_count * plan.split, 0, *piece)
+                  plan.split, plan.chunk, plan.output_count * plan.split, plan.out_limit, *piece)
 
     def put(slot: int, values) -> None:
         start = 12 + slot * MAX_DIMS
@@ -106,4 +107,5 @@ def params_words(plan: Plan, grid: tuple[int, int, int], merge_pass: bool = Fals
     put(3, [d.size for d in plan.reduced])
     put(4, [d.in_stride for d in plan.reduced])
     put(5, [d.out_stride for d in plan.reduced])
+    put(6, [d.index_stride for d in plan.reduced])
     return words

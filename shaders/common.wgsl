@@ -1,10 +1,11 @@
 // Shared by every kernel: the parameters, addressing, and the (key, index) merge with its tie rule.
-// Constants from the plan: KEPT_RANK, RED_RANK, INCREASING.
+// Constants from the plan: KEPT_RANK, RED_RANK, INCREASING, REMAP.
 
 struct Params {
     // output count, reduced count, grid width, grid width * height
     counts: vec4<u32>,
-    // split (chunks per output), elements per chunk, work items (outputs * split), unused
+    // split (chunks per output), elements per chunk, work items (outputs * split), and the
+    // output elements from the piece's output base that a HARDMAX store may write
     split: vec4<u32>,
     // a piece of a tensor beyond one binding (pieces.py): the element offsets of its input
     // and output in their bound windows, its first reduced index, its first partial slot
@@ -15,6 +16,7 @@ struct Params {
     red_size: array<vec4<u32>, 2>,
     red_in: array<vec4<u32>, 2>,
     red_out: array<vec4<u32>, 2>,
+    red_index: array<vec4<u32>, 2>,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -58,6 +60,22 @@ fn reduced_offsets(r: u32) -> vec2<u32> {
         offsets += rest * vec2<u32>(params.red_in[0][0], params.red_out[0][0]);
     }
     return offsets;
+}
+
+// The index to report for reduced index `r` of this piece: from the piece's first index,
+// row-major (REMAP false) or through the whole reduction's index strides (pieces.py).
+fn reported_index(r: u32) -> u32 {
+    if (!REMAP) {
+        return params.piece.z + r;
+    }
+    var rest = r;
+    var index = params.piece.z;
+    for (var d = i32(RED_RANK) - 1; d >= 1; d--) {
+        let size = params.red_size[d / 4][d % 4];
+        index += (rest % size) * params.red_index[d / 4][d % 4];
+        rest = rest / size;
+    }
+    return index + rest * params.red_index[0][0];
 }
 
 // The tie rule, applied at every merge: the larger key wins; on equal keys the smaller

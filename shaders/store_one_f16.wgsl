@@ -4,7 +4,9 @@
 @group(0) @binding(2) var<storage, read_write> dst: array<atomic<u32>>;
 
 fn store_result(slot: u32, out_base: u32, best: Pair) {
-    let index = best.index + params.piece.z;
+    let index = reported_index(best.index);
     let e = out_base + reduced_offsets(index).y;
-    atomicOr(&dst[e / 2u], 0x3c00u << ((e % 2u) * 16u));
+    if (e < params.split.w) {  // else another window's (a merge run per window)
+        atomicOr(&dst[e / 2u], 0x3c00u << ((e % 2u) * 16u));
+    }
 }

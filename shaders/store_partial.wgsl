@@ -4,5 +4,5 @@
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
 
 fn store_result(slot: u32, out_base: u32, best: Pair) {
-    dst[params.piece.w + slot] = vec4<u32>(key_to_partial(best.key), best.index + params.piece.z, 0u);
+    dst[params.piece.w + slot] = vec4<u32>(key_to_partial(best.key), reported_index(best.index), 0u);
 }

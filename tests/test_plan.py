@@ -21,13 +21,22 @@ def test_merge_drops_ones_and_joins_contiguous_dims():
 
 def test_packed_all_axes_is_one_dimension():
     desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", (2, 3, 4)), axes=[0, 1, 2])
-    assert simplify(desc.lower()) == ((), (Dim(24, 1, 0),))
+    assert simplify(desc.lower()) == ((), (Dim(24, 1, 0, 1),))
 
 
 def test_reduced_axes_keep_ascending_order_when_strides_do_not():
     # A transposed view: axis 0 is innermost in memory. Axes {0,1} must not merge.
     desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", (3, 4), strides=(1, 3)), axes=[0, 1])
-    assert simplify(desc.lower())[1] == (Dim(3, 1, 0), Dim(4, 3, 0))
+    assert simplify(desc.lower())[1] == (Dim(3, 1, 0, 4), Dim(4, 3, 0, 1))
+
+
+def test_index_strides_of_a_piece_keep_dims_apart():
+    # Rows 0..2 of a (3, 4) reduction's first axis as a piece of a (3, 6) whole: memory lines
+    # up, but a step of axis 0 moves the index by 6, not 4, so the dims stay apart.
+    desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", (3, 4), strides=(4, 1)), axes=[0, 1])
+    assert simplify(desc.lower(), {0: 6, 1: 1})[1] == (Dim(3, 4, 0, 6), Dim(4, 1, 0, 1))
+    p = plan(desc.lower(), CAPS, index_strides={0: 6, 1: 1})
+    assert p.remaps_index and not plan(desc.lower(), CAPS).remaps_index
 
 
 def test_kept_dims_put_smallest_input_stride_innermost():
