@@ -36,8 +36,6 @@ class Tuning:
     merge_workgroup_above: int = 64
     #: Merge within subgroups with shuffles where the adapter has them (off: the tree alone).
     subgroups: bool = True
-    #: Skip 16-byte quads that a test on cheap keys shows cannot win (off: exact keys always).
-    quick_test: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +82,6 @@ class Plan:
     nan_mode: NanMode
     int64: bool  # 64-bit keys as native u64 (True) or as two u32 words (False)
     subgroups: bool  # segments that fit a subgroup merge with shuffles
-    quick_test: bool  # quads that cannot win are skipped after a test on cheap keys
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
@@ -286,7 +283,6 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         nan_mode=nan_mode,
         int64=caps.shader_int64,
         subgroups=caps.subgroups and tuning.subgroups,
-        quick_test=tuning.quick_test,
         kept=kept,
         reduced=reduced,
         workgroup_size=wg,

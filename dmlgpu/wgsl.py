@@ -69,7 +69,6 @@ def shader_sources(plan: Plan) -> list[str]:
         "INCREASING": plan.increasing,
         "SEG": plan.segment,
         "REMAP": plan.remaps_index,
-        "QUICK_TEST": plan.quick_test,
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())

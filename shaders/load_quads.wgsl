@@ -4,14 +4,9 @@
 
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 
+const PER_WORD: u32 = 32u / BITS;
 const PER_QUAD: u32 = 4u * PER_WORD;
-// The bits above a lane that every exact key holds (MINIMIZE inverts all 32).
-const KEY_HIGH: u32 = select(0u, ~BIT_MASK, MINIMIZE);
-// Alternate lanes of a word, each in a slot of twice the width (BITS of 8 or 16; the
-// constants are unused for 32, but must still be valid).
-const PAIR_ONES: u32 = select(0x00010001u, 1u, BITS == 16u);
-const LANE_SHIFT: u32 = BITS % 32u;
-const PAIR_CARRY: u32 = PAIR_ONES << LANE_SHIFT;
+const BIT_MASK: u32 = 0xffffffffu >> (32u - BITS);
 
 fn load_key(e: u32) -> Key {
     return key_of_bits(quad_bits(src[e / PER_QUAD], e % PER_QUAD));
@@ -26,37 +21,12 @@ fn quad_keys(words: vec4<u32>, p: u32) -> vec4<u32> {
     return key_of_bits4((words >> vec4<u32>(p * BITS)) & vec4<u32>(BIT_MASK));
 }
 
-// Whether an element of a quad might beat `best` (by later_wins): a test on the cheap lane
-// keys of the key module, which errs only towards yes, so that most quads cost a few
-// operations per word and only those that pass compute exact keys.
-fn quad_might_win(words: vec4<u32>, best: Key) -> bool {
-    if (!QUICK || best < KEY_HIGH) {  // no quick test, or best is the walk's start key
-        return true;
-    }
-    let t = quick_threshold(best) & BIT_MASK;
-    let c = lane_keys(words);
-    if (BITS == 32u) {
-        let top = max(max(c.x, c.y), max(c.z, c.w));
-        return select(top > t, top >= t, !INCREASING);
-    }
-    // Every other lane into a slot twice as wide: adding 2^BITS - 1 - t (or 2^BITS - t for
-    // >=) carries into the slot's bit BITS exactly where a lane beats t.
-    let add = vec4<u32>((select(BIT_MASK - t, BIT_MASK - t + 1u, !INCREASING)) * PAIR_ONES);
-    let slots = vec4<u32>(BIT_MASK * PAIR_ONES);
-    let even = (c & slots) + add;
-    let odd = ((c >> vec4<u32>(LANE_SHIFT)) & slots) + add;
-    return any(((even | odd) & vec4<u32>(PAIR_CARRY)) != vec4<u32>(0u));
-}
-
 // Merge the PER_QUAD elements of quad `q`, whose first has reduced index `r` (larger than
-// best's index): a quick test first; then the quad's largest key, part by part with
-// whole-vector operations, and only a quad that wins looks for which of its elements
-// holds it (the first for INCREASING, the last for DECREASING).
+// best's index): the quad's largest key first, part by part with whole-vector operations,
+// and only a quad that wins looks for which of its elements holds it (the first for
+// INCREASING, the last for DECREASING).
 fn fold_quad(q: u32, r: u32, best: ptr<function, Pair>) {
     let words = src[q];
-    if (!quad_might_win(words, (*best).key)) {
-        return;
-    }
     var top = 0u;  // no key is below 0
     for (var p = 0u; p < PER_WORD; p++) {
         let k = quad_keys(words, p);
