@@ -11,6 +11,7 @@ figures from one run.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import numpy as np
@@ -23,7 +24,8 @@ from dmlgpu.plan import Tuning
 
 def parse(spec: str) -> Tuning:
     fields = dict(item.split("=") for item in spec.split(",") if item)
-    return Tuning(**{k: int(v) for k, v in fields.items()})
+    kinds = {f.name: type(f.default) for f in dataclasses.fields(Tuning)}
+    return Tuning(**{k: kinds[k](int(v)) for k, v in fields.items()})
 
 
 def torch_timer(x: np.ndarray, case):

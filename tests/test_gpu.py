@@ -226,6 +226,26 @@ def test_integer_extremes(any_device, data_type):
     assert dmlgpu.argmin(x, 0, axis_direction="decreasing", device=any_device)[0] == 4
 
 
+@pytest.mark.parametrize("n", [8, 70, 300, 5000])
+@pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
+def test_quads_that_only_tie(device, data_type, n):
+    """Rows read as 16-byte quads, whose elements only tie with the best so far: -0.0
+    after +0.0, and a type's far extreme for the other operator (the key a thread's walk
+    starts from), with ragged tails and splits."""
+    dtype = data_type.numpy
+    rows = []
+    if data_type.is_float:
+        half = np.where(np.arange(n) < n // 2, 0.0, -0.0).astype(dtype)
+        rows += [half, -half, np.full(n, -0.0, dtype)]
+    else:
+        info = np.iinfo(dtype)
+        rows += [np.full(n, info.max, dtype), np.full(n, info.min, dtype)]
+    for row in rows:  # one row at a time: quads from its start, its tail ragged
+        for op in ("argmax", "argmin"):
+            for direction in ("increasing", "decreasing"):
+                assert_same(*run_both(op, row, 0, device, axis_direction=direction))
+
+
 @pytest.mark.parametrize("data_type", [DataType.INT64, DataType.UINT64], ids=lambda t: t.name)
 def test_64_bit_beyond_double_precision(any_device, data_type):
     big = 2**60
