@@ -30,7 +30,7 @@ import math
 
 from .desc import ArgReduction, TensorDesc
 from .errors import DescriptorError
-from .plan import Capabilities, Plan, Tuning, merge_pass, plan, simplify
+from .plan import Capabilities, Plan, Tuning, merge_pass, plan, row_major_index_strides, simplify
 
 Box = tuple[tuple[int, int], ...]  # a range [start, end) per axis
 Grid = tuple[tuple[tuple[int, int], ...], ...]  # the ranges of each axis
@@ -154,10 +154,11 @@ def _sliced(desc: TensorDesc, box: Box) -> TensorDesc:
 class _Tensor:
     """One operand as the scheduler sees it: its layout over the input's axes and its buffers."""
 
-    def __init__(self, desc: TensorDesc, caps: Capabilities, strides, axes_of_one: set[int], full_sizes):
+    def __init__(self, desc: TensorDesc, caps: Capabilities, axes_of_one: set[int], full_sizes):
         self.desc, self.caps = desc, caps
-        self.strides, self.size = strides, desc.data_type.size
         self.axes_of_one = axes_of_one  # input axes along which this tensor has size 1
+        self.strides = tuple(0 if a in axes_of_one else s for a, s in enumerate(desc.element_strides))
+        self.size = desc.data_type.size
         self.grid = buffer_grid(desc, caps)
         self.spans = buffer_spans(desc, caps)
         # The buffer grid over the input's axes: whole along the axes of size 1.
@@ -189,19 +190,19 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning = T
     sizes, hardmax = red.input.sizes, red.op == "hardmax"
     reduced = set(red.axes)
     kept_axes = [a for a in range(len(sizes)) if a not in reduced]
-    inp = _Tensor(red.input, caps, red.input.element_strides, set(), sizes)
-    one = set() if hardmax else reduced
-    out = _Tensor(red.output, caps, tuple(0 if a in one else s for a, s in enumerate(red.output.element_strides)),
-                  one, sizes)
+    inp = _Tensor(red.input, caps, set(), sizes)
+    out = _Tensor(red.output, caps, set() if hardmax else reduced, sizes)
     # A window starts up to `align` bytes before its cell and ends rounded up to 16 bytes.
     limit = (binding - align) & ~15
     lengths = list(cell_lengths(sizes, [(inp.strides, inp.size), (out.strides, out.size)], limit))
     grid = [_partition(_refine(pi, po), n) for pi, po, n in zip(inp.partitions, out.partitions, lengths)]
 
+    def sub(box: Box) -> ArgReduction:
+        return ArgReduction(red.op, _sliced(red.input, box), _sliced(red.output, out.own(box)), red.axes, red.direction)
+
     def piece_plan(box: Box, **kw) -> tuple[Plan, Window]:
         window, base = inp.window(box)
-        sub = ArgReduction(red.op, _sliced(red.input, box), _sliced(red.output, out.own(box)), red.axes, red.direction)
-        return plan(sub, caps, nan_mode, tuning, in_base=base, **kw), window
+        return plan(sub(box), caps, nan_mode, tuning, in_base=base, **kw), window
 
     def out_window(box: Box, p: Plan, **kw) -> Piece:
         window, base = out.window(box)
@@ -217,6 +218,7 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning = T
     # Groups of cells that share their kept ranges; each group's pairs fit the scratch.
     cells = math.prod(len(grid[a]) for a in reduced)
     scratch_limit = min(binding, caps.max_buffer)
+
     def longest(axis: int) -> int:
         return max(b - a for a, b in grid[axis])
 
@@ -233,7 +235,7 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning = T
             f"output_tensor spans {_span(red.output.element_strides, 1, sizes)} elements; a HARDMAX whose "
             f"reduced axes are cut into pieces addresses its output with 32-bit offsets (at most 2^32)"
         )
-    index_strides = {r: math.prod(sizes[s] for s in reduced if s > r) for r in reduced}
+    index_strides = row_major_index_strides(red)
     pieces, scratch = [], 0
     for kept_box in itertools.product(*(grid[k] for k in kept_axes)):
         outputs = math.prod(b - a for a, b in kept_box)
@@ -248,9 +250,7 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning = T
             pieces.append(Piece(dataclasses.replace(p, index_offset=offset, slot_base=chunks * outputs), in_window, None))
             chunks += p.split
         whole = tuple((0, n) if a in reduced else ranges[a] for a, n in enumerate(sizes))
-        merge = _merge_plan(pieces[-1].plan, ArgReduction(red.op, _sliced(red.input, whole),
-                                                           _sliced(red.output, out.own(whole)), red.axes, red.direction),
-                            chunks, caps, tuning)
+        merge = _merge_plan(pieces[-1].plan, sub(whole), chunks, caps, tuning)
         if hardmax:  # the winners may lie in any cell's output: a merge per cell's window
             first = _first(red.output.element_strides, 1, whole)
             for box in group:

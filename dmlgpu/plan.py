@@ -152,6 +152,13 @@ def merge_dims(dims: list[Dim]) -> tuple[Dim, ...]:
     return tuple(merged)
 
 
+def row_major_index_strides(red: ArgReduction) -> dict[int, int]:
+    """What a step of each reduced axis adds to the reported index: row-major over the
+    reduced axes in ascending order (SPEC.md)."""
+    sizes = red.input.sizes
+    return {a: math.prod(sizes[b] for b in red.axes if b > a) for a in red.axes}
+
+
 def simplify(red: ArgReduction, index_strides: dict[int, int] | None = None) -> tuple[tuple[Dim, ...], tuple[Dim, ...]]:
     """The kept and reduced dimensions of a reduction, simplified.
 
@@ -165,7 +172,7 @@ def simplify(red: ArgReduction, index_strides: dict[int, int] | None = None) -> 
     hardmax = red.op == "hardmax"
     sizes = red.input.sizes
     if index_strides is None:
-        index_strides = {a: math.prod(sizes[b] for b in red.axes if b > a) for a in red.axes}
+        index_strides = row_major_index_strides(red)
     kept, reduced = [], []
     for axis, size in enumerate(sizes):
         if axis in red.axes:
