@@ -218,8 +218,9 @@ def _tensor(value, field: str) -> TensorDesc:
     return value
 
 
-def _check_no_self_overlap(t: TensorDesc, field: str) -> None:
-    """An output may not have two elements at one address (e.g. stride 0 with size > 1).
+def first_overlap(t: TensorDesc) -> tuple[int, int, int] | None:
+    """Where a layout may place two elements at one address (e.g. stride 0 with size > 1):
+    (axis, its stride, the last index the smaller dimensions reach), or None.
 
     Dimensions are taken from the smallest stride up; each stride must step past every
     element the smaller dimensions reach. Layouts that interleave dimensions without
@@ -230,11 +231,20 @@ def _check_no_self_overlap(t: TensorDesc, field: str) -> None:
         (s, n, i) for i, (n, s) in enumerate(zip(t.sizes, t.element_strides)) if n > 1
     ):
         if stride <= extent:
-            raise DescriptorError(
-                f"{field}.strides[{axis}] is {stride}, but an output may not have two elements "
-                f"at one address; it must be greater than {extent}"
-            )
+            return axis, stride, extent
         extent += (size - 1) * stride
+    return None
+
+
+def _check_no_self_overlap(t: TensorDesc, field: str) -> None:
+    """An output may not have two elements at one address (``first_overlap``)."""
+    overlap = first_overlap(t)
+    if overlap is not None:
+        axis, stride, extent = overlap
+        raise DescriptorError(
+            f"{field}.strides[{axis}] is {stride}, but an output may not have two elements "
+            f"at one address; it must be greater than {extent}"
+        )
 
 
 def _normalize_axes(axes, rank: int, field: str = "axes") -> tuple[int, ...]:

@@ -12,7 +12,7 @@ from typing import Union
 
 import numpy as np
 
-from .desc import TensorDesc
+from .desc import TensorDesc, first_overlap
 from .errors import DataError
 from .types import DataType
 
@@ -83,10 +83,22 @@ def bytes_for(desc: TensorDesc, x: np.ndarray, field: str = "x") -> np.ndarray:
 
 
 def lay_out(desc: TensorDesc, x: np.ndarray, field: str = "x") -> np.ndarray:
-    """A zeroed buffer of ``desc``'s size holding the logical array ``x`` in its layout."""
+    """A zeroed buffer of ``desc``'s size holding the logical array ``x`` in its layout.
+
+    Where the layout places several elements at one address (a broadcast stride 0), ``x``
+    must hold equal bits there: otherwise the memory could not hold ``x``, and a result
+    computed from it would silently answer for other values."""
     check_logical(desc, x, field)
     raw = np.zeros(desc.total_tensor_size_in_bytes, dtype=np.uint8)
-    _strided(desc, raw, writeable=True)[...] = x
+    laid = _strided(desc, raw, writeable=True)
+    laid[...] = x
+    if first_overlap(desc) is not None:
+        unsigned = f"u{x.dtype.itemsize}"
+        if not np.array_equal(laid.view(unsigned), np.ascontiguousarray(x).view(unsigned)):
+            raise DataError(
+                f"{field} holds different values at elements that the descriptor's strides "
+                f"{list(desc.element_strides)} place at one address; it cannot be laid out there"
+            )
     return raw
 
 

@@ -325,6 +325,10 @@ def test_broadcast_input_descriptor(device):
     desc = ArgMaxOperatorDesc(inp, TensorDesc("INT32", (3, 1)), axes=[1], axis_direction="decreasing")
     got = device.compile(desc).run(device.upload(np.broadcast_to(row, (3, 4)), inp)).numpy()
     assert got.tolist() == [[2], [2], [2]]
+    # values the broadcast layout cannot hold are refused, not silently replaced
+    different = np.stack([row, row, row[::-1]])
+    with pytest.raises(dmlgpu.DataError, match=r"different values at elements .* \[0, 1\] place at one address"):
+        device.compile(desc)(different)
 
 
 def test_resident_chain(device):
@@ -368,7 +372,7 @@ def test_large_numpy_calls_keep_no_buffers(device, monkeypatch):
     compiled = device.compile(ArgMinOperatorDesc(TensorDesc("FLOAT32", (3, 5)), axes=[1]))
     for x in (GRID[:, :1].repeat(5, 1), np.arange(15, dtype=np.float32).reshape(3, 5)):
         assert compiled(x).ravel().tolist() == np.argmin(x, axis=1).tolist()
-    assert compiled._io is None
+    assert compiled._io == []
 
 
 def test_pipelines_are_reused(device):
