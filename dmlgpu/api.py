@@ -45,9 +45,14 @@ def _output_type(value) -> DataType:
 def _run(make_desc, signature: tuple, x, device: Device | None, nan_mode):
     """Compile (once per call signature) the descriptor ``make_desc`` builds for ``x``'s
     layout, and run it: a ``Tensor`` stays on the GPU, a NumPy array comes back."""
-    device = device or default_device()
     if isinstance(x, Tensor):
-        return device.compile(make_desc(x.desc), nan_mode=nan_mode).run(x)
+        device = device or x.device
+        key = (signature, str(nan_mode), x.desc)
+        compiled = device.by_call.get(key)
+        if compiled is None:
+            compiled = device.by_call[key] = device.compile(make_desc(x.desc), nan_mode=nan_mode)
+        return compiled.run(x)
+    device = device or default_device()
     if not isinstance(x, np.ndarray):
         x = np.asarray(x)
     key = (signature, str(nan_mode), x.dtype.str, x.shape, x.strides)

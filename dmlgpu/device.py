@@ -1,23 +1,30 @@
 """The descriptor-level API, in DirectML's shape.
 
 A ``Device`` opens an adapter; ``Device.compile`` turns an operator descriptor into a
-``CompiledOperator`` (validated, planned, its pipeline compiled once); a compiled
+``CompiledOperator`` (validated, planned, its pipelines compiled once); a compiled
 operator runs on NumPy arrays (upload, dispatch, read back) or on ``Tensor`` objects
 that stay on the GPU, so chains of calls do not cross the bus each time.
+
+Any number of threads may share a ``Device``: what the runner orders is guarded there
+(``runner.py``); here, each NumPy call takes GPU buffers of its own from a pool, and the
+caches are locked.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+import weakref
 from collections import OrderedDict
 
 import numpy as np
 
 from . import layout
 from .desc import TensorDesc, lower
-from .errors import DataError
+from .errors import DataError, GPUMemoryError
 from .pieces import Schedule, buffer_spans, schedule
 from .plan import Plan, Tuning
-from .runner import Runner, adapter_summary
+from .runner import Runner, adapter_summary, interrupts_held
 from .types import FeatureLevel, NanMode
 from .wgsl import params_words, shader_sources
 
@@ -25,28 +32,34 @@ from .wgsl import params_words, shader_sources
 #: Compiled operators a device keeps (least recently used go first); a dropped one that a
 #: caller still holds keeps working.
 KEPT_OPERATORS = 64
-#: The NumPy path keeps its GPU buffers between calls for inputs up to this size: small
-#: calls are where allocation costs show, and large buffers are not held for good.
+#: The NumPy path keeps GPU buffers between calls for inputs up to this size: small calls
+#: are where allocation costs show, and large buffers are not held for good.
 KEPT_IO_BYTES = 16 << 20
+#: NumPy inputs larger than this many staging chunks are reduced piece by piece while the
+#: next piece is still crossing the bus (``pieces.schedule`` with one chunk per binding).
+STREAM_PIECES_ABOVE_CHUNKS = 2
 
 
 class LruCache(OrderedDict):
-    """A dict that keeps its ``size`` most recently used entries."""
+    """A dict that keeps its ``size`` most recently used entries; safe to share between threads."""
 
     def __init__(self, size: int):
         super().__init__()
         self.size = size
+        self._lock = threading.Lock()
 
     def get(self, key, default=None):
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        return default
+        with self._lock:
+            if key in self:
+                self.move_to_end(key)
+                return OrderedDict.__getitem__(self, key)
+            return default
 
     def __setitem__(self, key, value):
-        super().__setitem__(key, value)
-        if len(self) > self.size:
-            self.popitem(last=False)
+        with self._lock:
+            super().__setitem__(key, value)
+            if len(self) > self.size:
+                self.popitem(last=False)
 
 
 class Tensor:
@@ -62,6 +75,7 @@ class Tensor:
         self._buffers = buffers
         # (first byte, bytes) of the tensor's memory that each buffer holds: pieces.buffer_spans
         self._spans = spans or [(0, desc.total_tensor_size_in_bytes)]
+        device._tensors.add(self)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -77,36 +91,55 @@ class Tensor:
         (buffer,) = self._buffers
         return buffer
 
-    def write(self, data) -> None:
-        """Write the bytes of the tensor's memory span (``layout.bytes_for``) to its buffers."""
+    def _alive(self, field: str = "tensor") -> None:
+        self.device.runner.check()
+        if not self._buffers:
+            raise DataError(f"{field} was released (Tensor.release()); it holds no GPU memory any more")
+
+    def write(self, data, on_chunk=None) -> None:
+        """Write the bytes of the tensor's memory span (``layout.bytes_for``) to its buffers.
+
+        ``on_chunk(buffer index, bytes of it written so far)``: see ``Runner.upload``."""
+        self._alive()
         raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
-        for buffer, (first, nbytes) in zip(self._buffers, self._spans):
-            self.device.runner.write(buffer, raw[first:first + nbytes])
+        for k, (buffer, (first, nbytes)) in enumerate(zip(self._buffers, self._spans)):
+            part = raw[first:first + nbytes]
+            if on_chunk is None:
+                self.device.runner.write(buffer, part)
+            else:
+                self.device.runner.upload(buffer, part, on_chunk=lambda done, k=k: on_chunk(k, done))
 
     def numpy(self) -> np.ndarray:
-        """Read the tensor back into a packed NumPy array."""
-        raw = np.zeros(self.desc.total_tensor_size_in_bytes, np.uint8)
+        """Read the tensor back into a NumPy array that owns its memory."""
+        self._alive()
+        runner = self.device.runner
+        desc = self.desc
+        if desc.strides is None and len(self._buffers) == 1:  # packed: its bytes are the array
+            out = np.empty(desc.sizes, desc.data_type.numpy)
+            runner.read_into(self._buffers[0], out.reshape(-1).view(np.uint8))
+            return out
+        raw = np.empty(desc.total_tensor_size_in_bytes, np.uint8)
         for buffer, (first, nbytes) in zip(self._buffers, self._spans):
             size = min(nbytes, raw.size - first)
-            raw[first:first + size] = np.frombuffer(self.device.runner.read(buffer, size), np.uint8)
-        return np.array(layout.view(self.desc, raw))
+            runner.read_into(buffer, raw[first:first + size])
+        return np.array(layout.view(desc, raw))
 
     def release(self) -> None:
-        """Free the GPU memory now rather than when the object is collected."""
-        for buffer in self._buffers:
-            self.device.runner.release(buffer)
-        self._buffers = []
+        """Free the GPU memory now rather than when the object is collected; later use raises."""
+        buffers, self._buffers = self._buffers, []
+        for buffer in buffers:
+            self.device.runner.free(buffer)
 
     def __repr__(self) -> str:
-        return f"Tensor({self.desc.data_type.name}, sizes={list(self.desc.sizes)}, device={self.device.name!r})"
+        state = "" if self._buffers else ", released"
+        return f"Tensor({self.desc.data_type.name}, sizes={list(self.desc.sizes)}, device={self.device.name!r}{state})"
 
 
 def _check_layout(tensor: Tensor, desc: TensorDesc, field: str) -> None:
     """A tensor may stand for ``desc`` when it addresses its elements the same way."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{field} must be a dmlgpu Tensor, not {type(tensor).__name__}")
-    if not tensor._buffers:
-        raise DataError(f"{field} was released")
+    tensor._alive(field)
     mine, theirs = tensor.desc, desc
     for name in ("data_type", "sizes", "element_strides"):
         if getattr(mine, name) != getattr(theirs, name):
@@ -121,30 +154,21 @@ def _check_layout(tensor: Tensor, desc: TensorDesc, field: str) -> None:
         )
 
 
-class CompiledOperator:
-    """An operator descriptor compiled for one device: reusable, with its plan and pipeline."""
+class _Program:
+    """An operator's schedule on given capabilities, its passes compiled: what binds where."""
 
-    def __init__(self, device: "Device", desc, nan_mode):
-        desc.check_feature_level(device.feature_level)
-        self.device = device
-        self.desc = desc
-        self.nan_mode = NanMode.parse(nan_mode, "nan_mode")
-        reduction = lower(desc)
-        self.input_desc: TensorDesc = reduction.input
-        self.output_desc: TensorDesc = reduction.output
-        runner = device.runner
-        self.schedule: Schedule = schedule(reduction, runner.capabilities, self.nan_mode, device.tuning)
-        self.plan: Plan = self.schedule.pieces[0].plan  # the first piece's (the only one, mostly)
+    def __init__(self, runner: Runner, sched: Schedule):
+        self.runner, self.schedule = runner, sched
         self.sources: list[str] = []
         # per piece: its window of the input and output (None: the scratch), and its passes
-        self._pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in self.schedule.pieces]
-        scratch = max([self.schedule.partial_bytes] + [p.plan.partial_bytes for p in self.schedule.pieces])
-        self._scratch = runner.storage(scratch) if scratch else None
-        self._io = None  # (input, output, steps) of the NumPy-in, NumPy-out path, kept if small
+        self.pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in sched.pieces]
+        scratch = max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])
+        self.scratch = runner.storage(scratch) if scratch else None
+        self._steps = LruCache(8)  # by the buffers bound: (input buffers, output buffers)
 
     def _passes(self, p: Plan) -> list:
         """(pipeline, parameters, grid, reads partial pairs, writes partial pairs) per pass."""
-        runner = self.device.runner
+        runner = self.runner
         sources = shader_sources(p)
         self.sources += sources
         grids = ([p.grid] if p.kernel else []) + ([p.merge_grid] if p.merge_kernel else [])
@@ -156,22 +180,55 @@ class CompiledOperator:
                            merging, writes_pairs))
         return passes
 
-    def _steps(self, input: Tensor, output: Tensor) -> list:
-        """Every pass bound to its buffers: each piece's window of the input and output, and
-        the scratch pairs between a first pass and its merge."""
-        bind = self.device.runner.bind
-        scratch = (self._scratch, 0, self._scratch.size) if self._scratch else None
+    def steps(self, input: Tensor, output: Tensor) -> list:
+        """Per piece, its passes bound to its windows of the input and output (and the scratch
+        pairs between a first pass and its merge): a list of step lists, made once per pair
+        of buffer sets (a buffer object is never reused for other memory, so a cached bind
+        group never points at a stranger's buffer)."""
+        key = (tuple(input._buffers), tuple(output._buffers))
+        steps = self._steps.get(key)
+        if steps is None:
+            steps = self._steps[key] = self._bind(input, output)
+        return steps
+
+    def _bind(self, input: Tensor, output: Tensor) -> list:
+        bind = self.runner.bind
+        scratch = (self.scratch, 0, self.scratch.size) if self.scratch else None
 
         def window(tensor: Tensor, w):
             return scratch if w is None else (tensor._buffers[w.buffer], w.offset, w.size)
 
-        steps = []
-        for in_window, out_window, passes in self._pieces:
+        by_piece = []
+        for in_window, out_window, passes in self.pieces:
             src, dst = window(input, in_window), window(output, out_window)
-            for pipeline, params, grid, merging, writes_pairs in passes:
-                steps.append((pipeline, bind(params, scratch if merging else src,
-                                             scratch if writes_pairs else dst), grid))
-        return steps
+            by_piece.append([(pipeline, bind(params, scratch if merging else src, scratch if writes_pairs else dst), grid)
+                             for pipeline, params, grid, merging, writes_pairs in passes])
+        return by_piece
+
+    def release(self) -> None:
+        if self.scratch is not None:
+            self.runner.free(self.scratch)
+            self.scratch = None
+
+
+class CompiledOperator:
+    """An operator descriptor compiled for one device: reusable, with its plan and pipelines."""
+
+    def __init__(self, device: "Device", desc, nan_mode):
+        desc.check_feature_level(device.feature_level)
+        self.device = device
+        self.desc = desc
+        self.nan_mode = NanMode.parse(nan_mode, "nan_mode")
+        self._reduction = lower(desc)
+        self.input_desc: TensorDesc = self._reduction.input
+        self.output_desc: TensorDesc = self._reduction.output
+        runner = device.runner
+        self._program = _Program(runner, schedule(self._reduction, runner.capabilities, self.nan_mode, device.tuning))
+        self.schedule: Schedule = self._program.schedule
+        self.plan: Plan = self.schedule.pieces[0].plan  # the first piece's (the only one, mostly)
+        self.sources: list[str] = self._program.sources
+        self._streamed_program: _Program | None = None
+        self._io: list = []  # (input, output) tensors of the NumPy path, free for the next call
 
     def _clear(self, output: Tensor):
         return output._buffers if self.plan.clears_output else None
@@ -179,45 +236,111 @@ class CompiledOperator:
     def run(self, input: Tensor, output: Tensor | None = None) -> Tensor:
         """Dispatch on GPU-resident tensors; returns the output tensor (new if not given)."""
         _check_layout(input, self.input_desc, "input")
+        if input.device is not self.device:
+            raise DataError(f"input is on {input.device!r}, but the operator was compiled for {self.device!r}")
         if output is None:
             output = self.device.empty(self.output_desc)
         else:
             _check_layout(output, self.output_desc, "output")
-        self.device.runner.dispatch(self._steps(input, output), clear=self._clear(output))
+        steps = [s for piece in self._program.steps(input, output) for s in piece]
+        self.device.runner.dispatch(steps, clear=self._clear(output), reads=self.input_desc.total_tensor_size_in_bytes)
         return output
 
     def gpu_times(self, input: Tensor, output: Tensor, repeats: int = 10) -> np.ndarray:
         """Seconds each of ``repeats`` runs took on the GPU (timestamp queries), for benchmarks."""
         _check_layout(input, self.input_desc, "input")
         _check_layout(output, self.output_desc, "output")
-        return self.device.runner.gpu_times(self._steps(input, output), clear=self._clear(output), repeats=repeats)
+        steps = [s for piece in self._program.steps(input, output) for s in piece]
+        return self.device.runner.gpu_times(steps, clear=self._clear(output), repeats=repeats)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """NumPy in, NumPy out: the logical array ``x`` is laid out in the input descriptor's
-        strides; the upload, the passes and the read-back share one submit, and the GPU
-        buffers are kept for the next call."""
+        strides. Small calls reuse GPU buffers of a pool (one set per thread at a time) and
+        share one submit between upload, passes and read-back; large inputs stream through
+        the staging ring, reduced piece by piece as they arrive."""
         data = layout.bytes_for(self.input_desc, x)
-        source, result, steps = self._io or self._new_io()
-        runner = self.device.runner
-        source.write(data)
-        runner.dispatch(steps, clear=self._clear(result))
+        with interrupts_held():
+            if data.nbytes > STREAM_PIECES_ABOVE_CHUNKS * self.device.runner.ring_chunk:
+                return self._streamed(data)
+            return self._small(data)
+
+    def _small(self, data: np.ndarray) -> np.ndarray:
+        kept = self.input_desc.total_tensor_size_in_bytes <= KEPT_IO_BYTES
         try:
-            return result.numpy()
+            source, result = self._io.pop()
+        except IndexError:
+            source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
+        done = False
+        try:
+            source.write(data)
+            self.run(source, result)
+            out = result.numpy()
+            done = True
+            return out
         finally:
-            if self._io is None:
+            if done and kept and len(self._io) < 4:
+                self._io.append((source, result))
+            else:  # a failed call's buffers may be mid-map or mid-write: not for reuse
                 source.release()
                 result.release()
 
-    def _new_io(self) -> tuple:
+    def _streamed(self, data: np.ndarray) -> np.ndarray:
+        """Upload through the staging ring, recording each piece as soon as the bytes it reads
+        have been submitted, so that the GPU reduces one piece while the next is filled."""
+        program = self._streamed_program
+        if program is None:
+            caps = self.device.runner.capabilities
+            caps = dataclasses.replace(caps, max_storage_binding=min(self.device.runner.ring_chunk, caps.max_storage_binding))
+            program = self._streamed_program = _Program(
+                self.device.runner, schedule(self._reduction, caps, self.nan_mode, self.device.tuning))
         source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
-        io = (source, result, self._steps(source, result))
-        if self.input_desc.total_tensor_size_in_bytes <= KEPT_IO_BYTES:
-            self._io = io
-        return io
+        runner = self.device.runner
+        try:
+            pieces = list(zip(program.schedule.pieces, program.steps(source, result)))
+            if self.plan.clears_output:
+                runner.dispatch([], clear=result._buffers)
+            # bytes of each buffer's part of the data: a window may end past them (16-byte rounding)
+            lengths = [max(0, min(nbytes, data.nbytes - first)) for first, nbytes in source._spans]
+            next_piece = 0
+
+            def arrived(buffer: int, done: int) -> None:
+                """Record the pieces, in order, whose input bytes have all been submitted."""
+                nonlocal next_piece
+                while next_piece < len(pieces):
+                    piece, steps = pieces[next_piece]
+                    w = piece.input
+                    if w is not None and (w.buffer > buffer or
+                                          (w.buffer == buffer and min(w.offset + w.size, lengths[w.buffer]) > done)):
+                        return
+                    runner.dispatch(steps, reads=0 if w is None else w.size)
+                    next_piece += 1
+
+            source.write(data, on_chunk=arrived)
+            arrived(len(lengths), 0)
+            return result.numpy()
+        finally:
+            source.release()
+            result.release()
+
+    def drop_kept(self) -> bool:
+        """Give back the buffers the NumPy path keeps between calls; whether there were any."""
+        dropped = False
+        while True:
+            try:
+                source, result = self._io.pop()
+            except IndexError:
+                return dropped
+            source.release()
+            result.release()
+            dropped = True
 
 
 class Device:
-    """One adapter opened for these operators (DirectML's IDMLDevice)."""
+    """One adapter opened for these operators (DirectML's IDMLDevice).
+
+    ``close()`` (or leaving a ``with Device() as dev:`` block) gives back everything it holds;
+    using it afterwards raises ``DeviceLostError``, as does a device the GPU lost.
+    """
 
     def __init__(self, adapter: str | None = None, *, feature_level="4.1", int64: bool | None = None,
                  tuning: Tuning = Tuning(), smaller: dict | None = None):
@@ -225,12 +348,23 @@ class Device:
         the high-performance adapter). ``int64=False`` forces the 32-bit-word path for
         64-bit inputs even where the adapter has ``shader-int64``. ``tuning`` changes the
         planner's thresholds and ``smaller`` lowers the adapter's binding and buffer limits
-        (the tests use them to reach every kernel and the pieces path on small inputs)."""
+        and the memory it may hold (``"memory"``: bytes): the tests use them to reach every
+        kernel, the pieces path and memory exhaustion on small inputs."""
         self.feature_level = FeatureLevel.parse(feature_level, "feature_level")
         self.tuning = tuning
         self.runner = Runner(adapter, int64=int64, smaller=smaller)
         self._compiled = LruCache(KEPT_OPERATORS)
         self.by_call = LruCache(KEPT_OPERATORS)  # the NumPy-level API's operators, by call signature
+        self._tensors: weakref.WeakSet = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self.runner.reclaimers.append(self._drop_kept)
+
+    def _drop_kept(self) -> bool:
+        """Memory ran short: the buffers compiled operators keep for their next call go back."""
+        dropped = False
+        for compiled in list(self._compiled.values()) + list(self.by_call.values()):
+            dropped = compiled.drop_kept() or dropped
+        return dropped
 
     @property
     def name(self) -> str:
@@ -238,15 +372,20 @@ class Device:
 
     def info(self) -> dict:
         """The adapter's name, backend, limits and features, and the features in use."""
-        return {**adapter_summary(self.runner.adapter), "features_used": sorted(self.runner.features)}
+        return {**adapter_summary(self.runner.adapter), "features_used": sorted(self.runner.features),
+                "runner_path": self.runner.path.name}
 
     def compile(self, desc, *, nan_mode="ignore") -> CompiledOperator:
         """The compiled form of an operator descriptor; compiled once per descriptor."""
         key = (desc, NanMode.parse(nan_mode, "nan_mode"))
         compiled = self._compiled.get(key)
         if compiled is None:
+            self.runner.check()
             lower(desc)  # a TypeError for anything that is not a descriptor, before hashing it
-            compiled = self._compiled[key] = CompiledOperator(self, desc, key[1])
+            with self._lock:  # one compile per descriptor, even when threads ask at once
+                compiled = self._compiled.get(key)
+                if compiled is None:
+                    compiled = self._compiled[key] = CompiledOperator(self, desc, key[1])
         return compiled
 
     def upload(self, x: np.ndarray, desc: TensorDesc | None = None) -> Tensor:
@@ -261,24 +400,61 @@ class Device:
         else:
             span = layout.bytes_for(desc, x)
         tensor = self.empty(desc)
-        tensor.write(span)
+        try:
+            tensor.write(span)
+        except BaseException:
+            tensor.release()
+            raise
         return tensor
 
     def empty(self, desc: TensorDesc) -> Tensor:
-        """An uninitialised tensor of this descriptor's size (in several buffers if it must)."""
+        """An uninitialised tensor of this descriptor's size (in several buffers if it must).
+        If the GPU cannot hold it all, none of it is kept (``GPUMemoryError``)."""
+        self.runner.check()
         spans = buffer_spans(desc, self.runner.capabilities)
-        return Tensor(self, desc, [self.runner.storage(nbytes) for _, nbytes in spans], spans)
+        buffers = []
+        try:
+            for _, nbytes in spans:
+                buffers.append(self.runner.storage(nbytes))
+        except GPUMemoryError:
+            for buffer in buffers:
+                self.runner.free(buffer, keep=False)
+            raise
+        return Tensor(self, desc, buffers, spans)
+
+    def close(self) -> None:
+        """Give back every GPU buffer, pipeline and thread this device holds; tensors on it are
+        released, and using the device afterwards raises ``DeviceLostError``. Idempotent."""
+        for tensor in list(self._tensors):
+            tensor._buffers = []
+        # the caches and the reclaimer refer back to this device: cleared, nothing keeps it alive
+        self._compiled.clear()
+        self.by_call.clear()
+        self.runner.reclaimers.clear()
+        self.runner.close()
+
+    def __enter__(self) -> "Device":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"Device({self.name!r}, backend={self.runner.backend!r}, feature_level={self.feature_level.value!r})"
 
 
 _default: Device | None = None
+_default_lock = threading.Lock()
 
 
 def default_device() -> Device:
-    """The device the module-level functions use when none is given, opened on first use."""
+    """The device the module-level functions use when none is given, opened on first use
+    (and again if it was closed or lost)."""
     global _default
-    if _default is None:
-        _default = Device()
-    return _default
+    device = _default
+    if device is None or not device.runner.usable:
+        with _default_lock:
+            if _default is None or not _default.runner.usable:
+                _default = Device()
+            device = _default
+    return device

@@ -20,3 +20,14 @@ class DataError(ValueError):
 
 class AdapterError(RuntimeError):
     """No adapter could be found or opened, or the device failed."""
+
+
+class DeviceLostError(AdapterError):
+    """The device can no longer run anything: it was closed, or the GPU lost it (a driver
+    reset, ``destroy()``). Open a new ``Device``; other devices are unaffected."""
+
+
+class GPUMemoryError(MemoryError):
+    """The GPU could not hold a buffer. The message says how many bytes were asked for and
+    how many dmlgpu already holds on the device; nothing is left half-allocated, and the
+    device remains usable."""

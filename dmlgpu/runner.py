@@ -1,24 +1,57 @@
 """The runner: the only module that touches wgpu.
 
-It opens an adapter and a device, creates buffers, compiles and caches pipelines
-(keyed by their WGSL text), records dispatches and reads results back. It knows
-nothing of operators: it is handed WGSL text, parameter words and buffers.
+It opens an adapter and a device, creates buffers, compiles and caches pipelines (keyed by
+their WGSL text), records dispatches, moves bytes to and from the GPU and reads timestamps.
+It knows nothing of operators: it is handed WGSL text, parameter words and buffers.
+
+**Two paths, one switch.** Recording, submitting, mapping and reading back go either
+straight to wgpu-native through the ``ffi`` / ``lib`` that wgpu-py's backend exports, with
+the calling thread polling the device until its map has landed (``native``, the default),
+or through wgpu-py's public objects (``public``, where wgpu-py's own poll thread resolves
+maps). ``DMLGPU_RUNNER=public`` selects the second; the native path is used only with the
+wgpu-py versions in ``NATIVE_WGPU`` (it reads wgpu-py internals: objects' ``_internal``
+handles and ``libf``), and any other version falls back to the public path with a warning.
+Objects are created through wgpu-py either way, so that their lifetimes stay wgpu-py's.
+
+**Threads.** Any number of threads may use one Runner. What is shared and how:
+
+- ``_lock`` (one per runner) orders everything that must happen in one order on the queue:
+  appending a call's finished command buffer to ``_pending``, submitting, queue writes
+  (which land before the next submit, so pending work is submitted first), starting a map,
+  the pipeline cache, the buffer pools and the byte count. Each call records into its own
+  command encoder, so a call interrupted while recording (an error, Ctrl-C) drops only its
+  own encoder and never leaves a shared one half-written or locked.
+- Waiting is done *outside* the lock: a thread that has submitted and started its map
+  polls the device until its map callback has fired, while other threads record and submit.
+- Staging buffers are taken from and returned to pools, so a buffer is mapped by one
+  thread at a time; a call that fails between map and unmap drops its staging buffer
+  instead of returning it to the pool.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import dataclasses
 import os
+import signal
+import threading
+import time
+import traceback
+import warnings
+from collections import defaultdict
 
 import numpy as np
 import wgpu
 
-from .errors import AdapterError
+from .errors import AdapterError, DeviceLostError, GPUMemoryError
 from .plan import Capabilities
 
 #: Features used when the adapter has them.
 _WANTED_FEATURES = ("shader-int64", "shader-f16", "subgroup", "timestamp-query")
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
+_MAP_READ = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+_MAP_WRITE = wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC
 
 #: Binding 0: parameters; 1: the input (read-only); 2: the output.
 _LAYOUT_ENTRIES = [
@@ -28,8 +61,26 @@ _LAYOUT_ENTRIES = [
     {"binding": 2, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
 ]
 
-#: Read-back buffers up to this size are kept for the next read of the same size.
+#: wgpu-py versions the native path is written against, with the wgpu-native each bundles.
+NATIVE_WGPU = {"0.32.0": "29.0.1.1"}
+
+#: Reads and writes up to this size go through one staging buffer (or a queue write); larger
+#: ones stream through a ring of ``RING_DEPTH`` staging buffers of ``RING_CHUNK`` bytes, the
+#: host filling one while the GPU copies another, the host side copied by several threads.
+RING_CHUNK = 64 << 20
+RING_DEPTH = 4
+STREAM_ABOVE = 16 << 20
+#: Read-back staging buffers up to this size are kept for the next read of the same size.
 _STAGING_KEPT_BYTES = 1 << 20
+#: Freed storage buffers up to this size are kept for the next allocation of the same size,
+#: at most this many bytes in all (small calls are where allocation costs show).
+_POOLED_BUFFER_BYTES = 1 << 20
+_POOL_BYTES = 64 << 20
+#: Recorded work reading at least this many bytes is submitted at once, so that the GPU runs
+#: it while Python records the next call; smaller work waits for the next read (one submit).
+SUBMIT_EARLY_BYTES = 4 << 20
+#: A map that has not landed this long after its queue went idle means the device is gone.
+MAP_TIMEOUT_S = 10.0
 
 NO_ADAPTER_HELP = (
     "no GPU adapter was found; on a machine without a GPU install Mesa's lavapipe "
@@ -39,6 +90,17 @@ NO_ADAPTER_HELP = (
 
 def wgpu_version() -> str:
     return wgpu.__version__
+
+
+def native_unsupported() -> str | None:
+    """Why the native path cannot be used with the installed wgpu-py, or None if it can."""
+    from wgpu.backends import wgpu_native
+
+    if NATIVE_WGPU.get(wgpu.__version__) != wgpu_native.__version__:
+        known = ", ".join(f"wgpu-py {k} (wgpu-native {v})" for k, v in NATIVE_WGPU.items())
+        return (f"the native path is written against {known}, but wgpu-py {wgpu.__version__} "
+                f"(wgpu-native {wgpu_native.__version__}) is installed")
+    return None
 
 
 def adapters() -> list:
@@ -66,14 +128,16 @@ def choose_adapter(name: str | None = None):
     """
     name = name if name is not None else os.environ.get("DMLGPU_ADAPTER") or None
     try:
+        if name is None:
+            default = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+            if default is None:
+                raise AdapterError(NO_ADAPTER_HELP)
+            return default
         found = adapters()
-        default = wgpu.gpu.request_adapter_sync(power_preference="high-performance") if name is None else None
+    except AdapterError:
+        raise
     except Exception as err:  # wgpu could not load any backend
         raise AdapterError(f"{NO_ADAPTER_HELP} ({err})") from None
-    if name is None:
-        if default is None:
-            raise AdapterError(NO_ADAPTER_HELP)
-        return default
     matches = [a for a in found if name.lower() in a.info["device"].lower()]
     matches.sort(key=lambda a: a.info["backend_type"] == "OpenGL")
     if not matches:
@@ -82,12 +146,280 @@ def choose_adapter(name: str | None = None):
     return matches[0]
 
 
+# ----------------------------------------------------------------------------- Ctrl-C
+
+_holding: list = []  # an entry while the main thread holds Ctrl-C back
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """Hold Ctrl-C back while GPU work is in flight on the main thread, and raise it after.
+
+    A KeyboardInterrupt raised inside a map callback (which runs during a poll) or inside a
+    finalizer is printed and swallowed by Python, which would leave the caller's loop
+    running; and one raised between a map and its unmap would leave a buffer mapped. So the
+    default SIGINT handler is swapped, for the few milliseconds of a call, for one that
+    notes the signal; the KeyboardInterrupt follows as soon as the call is done. A second
+    Ctrl-C while held interrupts at once. Other threads never receive KeyboardInterrupt, and
+    a handler the program installed itself is left alone.
+    """
+    if _holding or threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    noted = []
+
+    def note(signum, frame):
+        if noted:
+            raise KeyboardInterrupt
+        noted.append(signum)
+
+    signal.signal(signal.SIGINT, note)
+    _holding.append(True)
+    try:
+        yield
+    finally:
+        _holding.pop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if noted:
+        raise KeyboardInterrupt
+
+
+# ----------------------------------------------------------------------------- the two paths
+
+
+_NO_QUERY = 0xFFFFFFFF  # WGPU_QUERY_SET_INDEX_UNDEFINED
+
+
+class _Map:
+    """One map of a staging buffer: started under the runner's lock, waited for outside it."""
+
+    __slots__ = ("buffer", "size", "done", "failed", "promise")
+
+    def __init__(self, buffer, size: int):
+        self.buffer, self.size = buffer, size
+        self.done, self.failed, self.promise = False, False, None
+
+
+class _Public:
+    """Recording, submitting and mapping through wgpu-py's public objects."""
+
+    name = "public"
+
+    def __init__(self, device):
+        self.device = device
+
+    def encoder(self):
+        return _PublicEncoder(self.device)
+
+    def submit(self, command_buffers: list) -> None:
+        self.device.queue.submit(command_buffers)
+        return None
+
+    def write(self, buffer, offset: int, data: memoryview) -> None:
+        self.device.queue.write_buffer(buffer, offset, data)
+
+    def start_map(self, m: _Map, write: bool) -> None:
+        m.promise = m.buffer.map_async(wgpu.MapMode.WRITE if write else wgpu.MapMode.READ, 0, m.size)
+
+    def wait(self, m: _Map, ticket) -> None:
+        m.promise.sync_wait()
+        m.done = True
+
+    def mapped(self, m: _Map) -> np.ndarray:
+        """The mapped bytes as a writable uint8 array, valid until ``unmap``."""
+        return np.frombuffer(m.buffer._experimental_get_mapped_range(0, m.size), np.uint8)
+
+    def unmap(self, m: _Map) -> None:
+        m.buffer.unmap()
+
+
+class _PublicEncoder:
+    def __init__(self, device):
+        self.enc = device.create_command_encoder()
+
+    def dispatch(self, pipeline, bind_group, grid, writes=None) -> None:
+        compute = self.enc.begin_compute_pass(timestamp_writes=writes)
+        compute.set_pipeline(pipeline)
+        compute.set_bind_group(0, bind_group)
+        compute.dispatch_workgroups(*grid)
+        compute.end()
+
+    def stamp(self, queries, index: int) -> None:
+        """An empty pass that writes timestamp ``index`` when it begins."""
+        self.enc.begin_compute_pass(
+            timestamp_writes={"query_set": queries, "beginning_of_pass_write_index": index}).end()
+
+    def clear(self, buffer) -> None:
+        self.enc.clear_buffer(buffer)
+
+    def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
+        self.enc.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size)
+
+    def resolve(self, queries, count: int, dst) -> None:
+        self.enc.resolve_query_set(queries, 0, count, dst, 0)
+
+    def finish(self):
+        return self.enc.finish()
+
+    def drop(self) -> None:
+        self.enc = None
+
+
+class _Native:
+    """The same, straight to wgpu-native through the ``ffi`` / ``lib`` wgpu-py exports.
+
+    ``libf`` (wgpu-py's wrappers, which raise wgpu's errors) is used where an error can
+    come back (finish, submit, writes, maps); the recording calls in between use ``lib``:
+    an error there invalidates the encoder, and ``finish`` reports it.
+    """
+
+    name = "native"
+
+    def __init__(self, device):
+        from wgpu.backends.wgpu_native._api import ffi, lib, libf
+
+        self.ffi, self.lib, self.libf = ffi, lib, libf
+        self.device, self.handle, self.queue = device, device._internal, device.queue._internal
+        self.pass_desc = ffi.new("WGPUComputePassDescriptor *")
+        self.encoder_desc = ffi.new("WGPUCommandEncoderDescriptor *")
+        self.buffer_desc = ffi.new("WGPUCommandBufferDescriptor *")
+        self.waiting: dict[int, _Map] = {}  # maps whose callback has not fired, by id
+        waiting = self.waiting  # the callback holds the dict, not self: no reference cycle
+
+        @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+        def on_mapped(status, message, userdata1, userdata2):
+            m = waiting.pop(int(ffi.cast("uintptr_t", userdata1)), None)
+            if m is not None:
+                m.failed, m.done = status != lib.WGPUMapAsyncStatus_Success, True
+
+        self.on_mapped = on_mapped  # kept alive as long as this object
+
+    def encoder(self):
+        return _NativeEncoder(self)
+
+    def timed_pass(self, queries, begin: int, end: int):
+        """A pass descriptor writing timestamps ``begin`` / ``end`` (or ``_NO_QUERY``), with the
+        struct it points to (both must live until the pass has begun)."""
+        stamps = self.ffi.new("WGPUPassTimestampWrites *")
+        stamps.querySet, stamps.beginningOfPassWriteIndex, stamps.endOfPassWriteIndex = queries._internal, begin, end
+        desc = self.ffi.new("WGPUComputePassDescriptor *")
+        desc.timestampWrites = stamps
+        return desc, stamps
+
+    def submit(self, command_buffers: list):
+        array = self.ffi.new("WGPUCommandBuffer[]", command_buffers)
+        try:
+            index = self.libf.wgpuQueueSubmitForIndex(self.queue, len(command_buffers), array)
+        finally:
+            for c in command_buffers:
+                self.lib.wgpuCommandBufferRelease(c)
+        return self.ffi.new("WGPUSubmissionIndex *", index)
+
+    def write(self, buffer, offset: int, data: memoryview) -> None:
+        self.libf.wgpuQueueWriteBuffer(self.queue, buffer._internal, offset, self.ffi.from_buffer(data), data.nbytes)
+
+    def start_map(self, m: _Map, write: bool) -> None:
+        lib, key = self.lib, id(m)
+        info = self.ffi.new("WGPUBufferMapCallbackInfo *")
+        info.mode, info.callback, info.userdata1 = lib.WGPUCallbackMode_AllowProcessEvents, self.on_mapped, \
+            self.ffi.cast("void *", key)
+        self.waiting[key] = m
+        try:
+            self.libf.wgpuBufferMapAsync(m.buffer._internal, lib.WGPUMapMode_Write if write else lib.WGPUMapMode_Read,
+                                         0, m.size, info[0])
+        except BaseException:
+            self.waiting.pop(key, None)
+            raise
+
+    def wait(self, m: _Map, ticket) -> None:
+        """Poll on this thread until the map has landed (another thread's poll may land it)."""
+        idle_since = None
+        while not m.done:
+            idle = self.lib.wgpuDevicePoll(self.handle, True, ticket if ticket is not None else self.ffi.NULL)
+            if m.done or not idle:
+                continue
+            # The queue is empty but the callback has not come: another thread's poll may be
+            # about to fire it (it needs the GIL: let it run). Only a device that stays so
+            # for seconds is gone.
+            now = time.monotonic()
+            idle_since = idle_since or now
+            if now - idle_since > MAP_TIMEOUT_S:
+                self.waiting.pop(id(m), None)
+                raise DeviceLostError(f"a buffer map did not complete in {MAP_TIMEOUT_S} s on an idle queue; "
+                                      "the device is lost")
+            time.sleep(0)
+        if m.failed:
+            raise DeviceLostError("a buffer map failed; the device is lost or the buffer was destroyed")
+
+    def mapped(self, m: _Map) -> np.ndarray:
+        pointer = self.lib.wgpuBufferGetMappedRange(m.buffer._internal, 0, m.size)
+        if pointer == self.ffi.NULL:
+            raise DeviceLostError("a mapped buffer has no memory; the device is lost")
+        return np.frombuffer(self.ffi.buffer(pointer, m.size), np.uint8)
+
+    def unmap(self, m: _Map) -> None:
+        self.lib.wgpuBufferUnmap(m.buffer._internal)
+
+
+class _NativeEncoder:
+    def __init__(self, native: _Native):
+        self.n = native
+        self.enc = native.lib.wgpuDeviceCreateCommandEncoder(native.handle, native.encoder_desc)
+
+    def dispatch(self, pipeline, bind_group, grid, writes=None) -> None:
+        n, lib = self.n, self.n.lib
+        desc = n.pass_desc
+        if writes is not None:
+            desc, _stamps = n.timed_pass(writes["query_set"], writes.get("beginning_of_pass_write_index", _NO_QUERY),
+                                         writes.get("end_of_pass_write_index", _NO_QUERY))
+        compute = lib.wgpuCommandEncoderBeginComputePass(self.enc, desc)
+        lib.wgpuComputePassEncoderSetPipeline(compute, pipeline._internal)
+        lib.wgpuComputePassEncoderSetBindGroup(compute, 0, bind_group._internal, 0, n.ffi.NULL)
+        lib.wgpuComputePassEncoderDispatchWorkgroups(compute, *grid)
+        lib.wgpuComputePassEncoderEnd(compute)
+        lib.wgpuComputePassEncoderRelease(compute)
+
+    def stamp(self, queries, index: int) -> None:
+        lib = self.n.lib
+        desc, _stamps = self.n.timed_pass(queries, index, _NO_QUERY)
+        compute = lib.wgpuCommandEncoderBeginComputePass(self.enc, desc)
+        lib.wgpuComputePassEncoderEnd(compute)
+        lib.wgpuComputePassEncoderRelease(compute)
+
+    def clear(self, buffer) -> None:
+        self.n.lib.wgpuCommandEncoderClearBuffer(self.enc, buffer._internal, 0, buffer.size)
+
+    def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
+        self.n.lib.wgpuCommandEncoderCopyBufferToBuffer(self.enc, src._internal, src_offset, dst._internal,
+                                                         dst_offset, size)
+
+    def resolve(self, queries, count: int, dst) -> None:
+        self.n.lib.wgpuCommandEncoderResolveQuerySet(self.enc, queries._internal, 0, count, dst._internal, 0)
+
+    def finish(self):
+        enc, self.enc = self.enc, None
+        try:
+            return self.n.libf.wgpuCommandEncoderFinish(enc, self.n.buffer_desc)
+        finally:
+            self.n.lib.wgpuCommandEncoderRelease(enc)
+
+    def drop(self) -> None:
+        if self.enc is not None:
+            enc, self.enc = self.enc, None
+            self.n.lib.wgpuCommandEncoderRelease(enc)
+
+
+# ----------------------------------------------------------------------------- the runner
+
+
 class Runner:
-    """One wgpu device with its pipeline cache."""
+    """One wgpu device with its pipeline cache, its buffers and its transfer paths."""
 
     def __init__(self, adapter: str | None = None, *, int64: bool | None = None, smaller: dict | None = None):
         """``smaller``: act as if the adapter bound and held less (``max_storage_binding``,
-        ``max_buffer``), so that tests reach the paths of tensors beyond one binding."""
+        ``max_buffer``: tensors beyond one binding; ``memory``: bytes of buffers the runner
+        may hold at once), so that tests reach those paths on small inputs."""
         self.adapter = choose_adapter(adapter)
         available = set(self.adapter.features)
         wanted = [f for f in _WANTED_FEATURES if f in available]
@@ -97,6 +429,8 @@ class Runner:
             raise AdapterError(f"int64 is True, but adapter {self.name!r} lacks shader-int64")
         self.features = frozenset(wanted)
         limits = self.adapter.limits
+        smaller = dict(smaller or {})
+        self.memory_limit = smaller.pop("memory", None)
         self.device = self.adapter.request_device_sync(
             required_features=wanted,
             required_limits={
@@ -112,18 +446,43 @@ class Runner:
             offset_alignment=limits["min-storage-buffer-offset-alignment"],
             subgroups="subgroup" in self.features,
         )
-        for name, value in (smaller or {}).items():
+        for name, value in smaller.items():
             if value > getattr(self.capabilities, name):
                 raise AdapterError(f"smaller[{name!r}] is {value}, above the adapter's {getattr(self.capabilities, name)}")
-        self.capabilities = dataclasses.replace(self.capabilities, **(smaller or {}))
+        self.capabilities = dataclasses.replace(self.capabilities, **smaller)
         self._bind_layout = self.device.create_bind_group_layout(entries=_LAYOUT_ENTRIES)
         self._pipeline_layout = self.device.create_pipeline_layout(bind_group_layouts=[self._bind_layout])
         self._pipelines: dict[str, object] = {}
-        # Work is recorded into one encoder and submitted when a result is read (or before
-        # a write or a release): a submit costs about 200 us through wgpu-native, so a
-        # call's upload, passes and read-back share one.
-        self._pending = None
-        self._staging: dict[int, object] = {}  # MAP_READ buffers by size, reused
+        self.path = self._choose_path()
+        self._lock = threading.RLock()
+        # Finished command buffers of calls recorded since the last submit, and the bytes
+        # their passes read: small calls share one submit with their read-back.
+        self._pending: list = []
+        self._pending_bytes = 0
+        self._staging: dict[int, list] = defaultdict(list)  # MAP_READ buffers by size
+        self._pool: dict[int, list] = defaultdict(list)  # freed small storage buffers by size
+        self._pool_bytes = 0
+        self._rings: dict[bool, list] = {}  # MAP_WRITE (True) and MAP_READ (False) rings
+        self._copier = None  # threads for host-side copies of large transfers
+        self.held_bytes = 0  # bytes of every buffer this runner holds (storage, staging, rings)
+        # Called when memory runs short, each returning whether it gave buffers back (the
+        # device registers one that drops the buffers its operators keep between calls).
+        self.reclaimers: list = []
+        self._lost: str | None = None
+        # Transfer sizes (module defaults; the tests shrink them to reach every path)
+        self.ring_chunk, self.ring_depth, self.stream_above = RING_CHUNK, RING_DEPTH, STREAM_ABOVE
+        self.parallel_copy_above = 4 << 20
+
+    def _choose_path(self):
+        wanted = os.environ.get("DMLGPU_RUNNER", "native").strip().lower()
+        if wanted not in ("native", "public"):
+            raise AdapterError(f"DMLGPU_RUNNER is {wanted!r}, but it must be 'native' or 'public'")
+        if wanted == "native":
+            reason = native_unsupported()
+            if reason is None:
+                return _Native(self.device)
+            warnings.warn(f"dmlgpu: {reason}; using wgpu-py's public objects (slower small calls)", stacklevel=3)
+        return _Public(self.device)
 
     @property
     def name(self) -> str:
@@ -133,20 +492,126 @@ class Runner:
     def backend(self) -> str:
         return self.adapter.info["backend_type"]
 
+    # ------------------------------------------------------------------ errors and lifetime
+
+    @property
+    def usable(self) -> bool:
+        """False once the device was closed or lost."""
+        return self._lost is None
+
+    def check(self) -> None:
+        """Raise ``DeviceLostError`` if the device was closed or lost."""
+        if self._lost is not None:
+            raise DeviceLostError(f"device {self.name!r} {self._lost}; open a new dmlgpu.Device")
+
+    def _gpu_error(self, err: Exception) -> Exception:
+        """Our error for an error wgpu raised: a lost device is remembered.
+
+        wgpu-py's errors hold the frames that raised them in a reference cycle; those frames
+        hold memoryviews that C code borrowed, and the garbage collector can crash clearing
+        such a cycle. Clearing the frames' locals now breaks it."""
+        traceback.clear_frames(err.__traceback__)
+        text = str(err)
+        if "lost" in text.lower():
+            self._lost = f"was lost ({text.strip().splitlines()[-1].strip()})"
+            return DeviceLostError(f"device {self.name!r} {self._lost}; open a new dmlgpu.Device")
+        return err
+
+    def close(self) -> None:
+        """Destroy every buffer this runner made and the device itself; later use raises."""
+        with self._lock:
+            if self._lost is not None and self._lost.startswith("was closed"):
+                return
+            self._lost = "was closed"
+            self._pending = []
+            for kept in (self._staging, self._pool):
+                for buffers in kept.values():
+                    for b in buffers:
+                        b.destroy()
+                kept.clear()
+            for ring in self._rings.values():
+                for b, _ in ring:
+                    b.destroy()
+            self._rings.clear()
+            self._pipelines.clear()
+            if self._copier is not None:
+                self._copier.shutdown(wait=True)
+                self._copier = None
+            self.held_bytes = 0
+            self.device.destroy()
+            # wgpu-py's device sits in a reference cycle of its own, so it would wait for the
+            # garbage collector: release the native device (and its poll thread) now.
+            self.device._release()
+
+    # ------------------------------------------------------------------ objects
+
     def pipeline(self, source: str):
         """The compute pipeline of this WGSL text, compiled on first use."""
-        pipeline = self._pipelines.get(source)
-        if pipeline is None:
-            module = self.device.create_shader_module(code=source)
-            pipeline = self.device.create_compute_pipeline(
-                layout=self._pipeline_layout, compute={"module": module, "entry_point": "main"}
-            )
-            self._pipelines[source] = pipeline
-        return pipeline
+        with self._lock:
+            self.check()
+            pipeline = self._pipelines.get(source)
+            if pipeline is None:
+                module = self.device.create_shader_module(code=source)
+                pipeline = self.device.create_compute_pipeline(
+                    layout=self._pipeline_layout, compute={"module": module, "entry_point": "main"}
+                )
+                self._pipelines[source] = pipeline
+            return pipeline
 
     @property
     def pipeline_count(self) -> int:
         return len(self._pipelines)
+
+    def _create(self, size: int, usage):
+        """A new buffer, counted; running out of memory raises ``GPUMemoryError``."""
+        with self._lock:
+            self.check()
+            if self.memory_limit is not None and self.held_bytes + size > self.memory_limit:
+                self._drop_kept()
+            if self.memory_limit is not None and self.held_bytes + size > self.memory_limit:
+                raise self._memory_error(size, f"the limit set for this device is {self.memory_limit} bytes")
+            try:
+                buffer = self.device.create_buffer(size=size, usage=usage)
+            except wgpu.GPUError as err:
+                error = self._gpu_error(err)
+                if isinstance(error, DeviceLostError):
+                    raise error from None
+                if not self._drop_kept():
+                    raise self._memory_error(size, str(err).strip().splitlines()[-1].strip()) from None
+                try:  # kept buffers were given back: once more
+                    buffer = self.device.create_buffer(size=size, usage=usage)
+                except wgpu.GPUError as again:
+                    raise self._memory_error(size, str(again).strip().splitlines()[-1].strip()) from None
+            self.held_bytes += size
+            return buffer
+
+    def _memory_error(self, size: int, why: str) -> GPUMemoryError:
+        return GPUMemoryError(
+            f"device {self.name!r} could not allocate {size} bytes ({why}); dmlgpu holds "
+            f"{self.held_bytes} bytes on it. Release tensors you no longer need (Tensor.release()), "
+            f"close devices you no longer use, or use smaller inputs; the device remains usable")
+
+    def _drop_kept(self) -> bool:
+        """Give back the buffers kept for reuse (pools, staging, rings); whether any were."""
+        with self._lock:
+            dropped = False
+            for reclaim in self.reclaimers:  # first: what they give back may land in the pool
+                dropped = reclaim() or dropped
+            for kept in (self._pool, self._staging):
+                for buffers in kept.values():
+                    for b in buffers:
+                        self.held_bytes -= b.size
+                        b.destroy()
+                        dropped = True
+                kept.clear()
+            self._pool_bytes = 0
+            for ring in self._rings.values():
+                for b, _ in ring:
+                    self.held_bytes -= b.size
+                    b.destroy()
+                    dropped = True
+            self._rings.clear()
+            return dropped
 
     def storage(self, nbytes: int, data=None):
         """A storage buffer of at least ``nbytes``, optionally filled.
@@ -155,30 +620,44 @@ class Runner:
         partial one at the end (robust access would clamp it to other data).
         """
         size = max(16, (nbytes + 15) & ~15)
-        buffer = self.device.create_buffer(size=size, usage=_STORAGE)
+        with self._lock:
+            pooled = self._pool.get(size)
+            buffer = pooled.pop() if pooled else None
+            if buffer is not None:
+                self._pool_bytes -= size
+            else:
+                buffer = self._create(size, _STORAGE)
         if data is not None:
             self.write(buffer, data)
         return buffer
+
+    def free(self, buffer, keep: bool = True) -> None:
+        """Give a storage buffer back: kept for reuse if small (and ``keep``), else destroyed at once.
+
+        Work already recorded that uses it still runs: a kept buffer's next contents are
+        written by later work, after it on the queue, and a destroyed buffer's memory is
+        freed by wgpu once the GPU is done with it."""
+        with self._lock:
+            if self._lost is not None:
+                return
+            size = buffer.size
+            if buffer.usage != _STORAGE:  # a uniform or staging buffer: not counted, not pooled
+                buffer.destroy()
+                return
+            if keep and size <= _POOLED_BUFFER_BYTES and self._pool_bytes + size <= _POOL_BYTES:
+                self._pool[size].append(buffer)
+                self._pool_bytes += size
+                return
+            self.held_bytes -= size
+            buffer.destroy()
+
+    # kept for the benchmark scripts' ceiling kernels
+    release = free
 
     def uniform(self, words: np.ndarray):
         return self.device.create_buffer_with_data(
             data=words, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         )
-
-    def write(self, buffer, data) -> None:
-        """Write bytes to the start of a buffer, padding the tail to 4 bytes.
-
-        Recorded work is submitted first: a queue write lands before the next submit's
-        commands, so it must not overtake passes recorded earlier that read the buffer.
-        """
-        self.flush()
-        raw = memoryview(data).cast("B")
-        whole = len(raw) & ~3
-        if whole:
-            self.device.queue.write_buffer(buffer, 0, raw[:whole])
-        if whole != len(raw):
-            tail = bytes(raw[whole:]) + bytes(4 - (len(raw) - whole))
-            self.device.queue.write_buffer(buffer, whole, tail)
 
     def bind(self, params, src, dst):
         """The bind group of one pass: its parameters, input and output. ``src`` and ``dst``
@@ -189,101 +668,312 @@ class Runner:
                 return {"buffer": buffer, "offset": offset, "size": min(size, buffer.size - offset)}
             return {"buffer": target}
 
+        self.check()
         return self.device.create_bind_group(
             layout=self._bind_layout,
             entries=[{"binding": i, "resource": resource(t)} for i, t in enumerate((params, src, dst))],
         )
 
-    def _encode(self, encoder, steps, clear, timestamps=None) -> None:
-        """Record the steps (pipeline, bind group, grid), the buffers in ``clear`` zeroed first.
+    # ------------------------------------------------------------------ recording and submitting
+
+    def _record(self, steps, clear=None, timestamps=None, copies=()) -> object:
+        """A finished command buffer: ``clear`` zeroed, the steps (pipeline, bind group, grid),
+        then ``copies`` (src, src offset, dst, dst offset, size).
 
         ``timestamps`` = (query set, first index): the begin time is written before the
         clear (or by the first pass) and the end time by the last pass.
         """
-        queries, first = timestamps if timestamps is not None else (None, 0)
-        if clear:
-            if queries is not None:  # an empty pass, so that the clear is inside the timing
-                encoder.begin_compute_pass(
-                    timestamp_writes={"query_set": queries, "beginning_of_pass_write_index": first}
-                ).end()
-            for buffer in clear:
-                encoder.clear_buffer(buffer)
-        for i, (pipeline, bind_group, grid) in enumerate(steps):
-            writes = None
-            if queries is not None:
+        encoder = self.path.encoder()
+        try:
+            queries, first = timestamps if timestamps is not None else (None, 0)
+            if clear and queries is not None:  # an empty pass, so that the clear is inside the timing
+                encoder.stamp(queries, first)
+            for buffer in clear or ():
+                encoder.clear(buffer)
+            for i, (pipeline, bind_group, grid) in enumerate(steps):
                 indices = {}
-                if i == 0 and not clear:
-                    indices["beginning_of_pass_write_index"] = first
-                if i == len(steps) - 1:
-                    indices["end_of_pass_write_index"] = first + 1
-                writes = {"query_set": queries, **indices} if indices else None
-            compute = encoder.begin_compute_pass(timestamp_writes=writes)
-            compute.set_pipeline(pipeline)
-            compute.set_bind_group(0, bind_group)
-            compute.dispatch_workgroups(*grid)
-            compute.end()
+                if queries is not None:
+                    if i == 0 and not clear:
+                        indices["beginning_of_pass_write_index"] = first
+                    if i == len(steps) - 1:
+                        indices["end_of_pass_write_index"] = first + 1
+                encoder.dispatch(pipeline, bind_group, grid, {"query_set": queries, **indices} if indices else None)
+            for copy in copies:
+                encoder.copy(*copy)
+            return encoder.finish()
+        except wgpu.GPUError as err:
+            raise self._gpu_error(err) from None
+        finally:
+            encoder.drop()
 
-    def dispatch(self, steps, *, clear=None) -> None:
-        """Record the steps (pipeline, bind group, grid); zero ``clear`` first.
+    def dispatch(self, steps, *, clear=None, reads: int = 0) -> None:
+        """Record the steps (pipeline, bind group, grid), ``clear`` zeroed first.
 
-        They run at the next submit: a read, a write, a release or ``flush``.
+        They run at the next submit: a read, a write, or at once when the work recorded since
+        the last submit reads ``SUBMIT_EARLY_BYTES`` or more (``reads``: what these steps read),
+        so that the GPU runs large work while the caller records the next.
         """
-        self._encode(self._encoder(), steps, clear)
+        with self._lock:
+            self.check()
+            self._pending.append(self._record(steps, clear))
+            self._pending_bytes += reads
+            if self._pending_bytes >= SUBMIT_EARLY_BYTES:
+                self._submit()
 
-    def _encoder(self):
-        """The encoder that collects work until the next submit."""
-        if self._pending is None:
-            self._pending = self.device.create_command_encoder()
-        return self._pending
+    def _submit(self, extra=()):
+        """Submit the pending command buffers (and ``extra``); the submission's ticket."""
+        buffers, self._pending, self._pending_bytes = self._pending + list(extra), [], 0
+        if not buffers:
+            return None
+        try:
+            return self.path.submit(buffers)
+        except wgpu.GPUError as err:
+            raise self._gpu_error(err) from None
 
     def flush(self) -> None:
         """Submit the recorded work."""
-        if self._pending is not None:
-            encoder, self._pending = self._pending, None
-            self.device.queue.submit([encoder.finish()])
+        with self._lock:
+            self.check()
+            self._submit()
 
-    def release(self, buffer) -> None:
-        """Destroy a buffer once the work recorded so far no longer needs it."""
-        self.flush()
-        buffer.destroy()
+    def write(self, buffer, data, offset: int = 0) -> None:
+        """Write bytes into a buffer at ``offset``, padding the tail to 4 bytes.
+
+        Recorded work is submitted first: a queue write lands before the next submit's
+        commands, so it must not overtake passes recorded earlier that read the buffer.
+        Large writes stream through the staging ring (``upload``).
+        """
+        raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        if raw.nbytes > self.stream_above:
+            self.upload(buffer, raw, offset)
+            return
+        whole = raw.nbytes & ~3
+        with self._lock:
+            self.check()
+            self._submit()
+            try:
+                if whole:
+                    self.path.write(buffer, offset, memoryview(raw[:whole]))
+                if whole != raw.nbytes:
+                    tail = np.zeros(4, np.uint8)
+                    tail[:raw.nbytes - whole] = raw[whole:]
+                    self.path.write(buffer, offset + whole, memoryview(tail))
+            except wgpu.GPUError as err:
+                raise self._gpu_error(err) from None
+
+    # ------------------------------------------------------------------ large transfers
+
+    def _take_ring(self, write: bool) -> list:
+        """The staging ring for uploads (MAP_WRITE) or reads (MAP_READ), taken for one transfer:
+        a second transfer at the same time makes its own. Each entry is [buffer, pending map]."""
+        with self._lock:
+            self.check()
+            ring = self._rings.pop(write, None)
+            if ring is None:
+                usage = _MAP_WRITE if write else _MAP_READ
+                ring = [[self._create(self.ring_chunk, usage), None] for _ in range(self.ring_depth)]
+            if self._copier is None and (os.cpu_count() or 1) > 1:
+                self._copier = concurrent.futures.ThreadPoolExecutor(min(16, os.cpu_count() or 1),
+                                                                     thread_name_prefix="dmlgpu-copy")
+            return ring
+
+    def _give_ring(self, write: bool, ring: list, ok: bool) -> None:
+        """Keep a ring for the next transfer, or destroy it after a failure (a buffer of it may
+        be mid-map) or when one is kept already."""
+        with self._lock:
+            if ok and self._lost is None and write not in self._rings:
+                self._rings[write] = ring
+                return
+            for buffer, _ in ring:
+                self.held_bytes -= buffer.size
+                buffer.destroy()
+
+    def _copy_host(self, dst: np.ndarray, src: np.ndarray) -> None:
+        """dst[:] = src on several threads (NumPy lets go of the GIL while it copies)."""
+        copier = self._copier
+        if copier is None or src.nbytes < self.parallel_copy_above:
+            np.copyto(dst, src)
+            return
+        step = ((-(-src.nbytes // copier._max_workers)) + 63) & ~63
+        parts = [copier.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, src.nbytes, step)]
+        for part in parts:
+            part.result()
+
+    def upload(self, buffer, raw: np.ndarray, offset: int = 0, on_chunk=None) -> None:
+        """Stream the bytes ``raw`` into ``buffer`` (see ``_upload``), Ctrl-C held back meanwhile."""
+        with interrupts_held():
+            self._upload(buffer, raw, offset, on_chunk)
+
+    def _upload(self, buffer, raw: np.ndarray, offset: int = 0, on_chunk=None) -> None:
+        """Stream the bytes ``raw`` into ``buffer`` at ``offset`` through the MAP_WRITE ring.
+
+        The host fills one staging buffer (on several threads, outside the lock) while the GPU
+        copies the ones before it. After each chunk's copy is submitted, ``on_chunk(bytes so
+        far)`` is called under the lock, so that the caller can record work that reads what
+        has arrived: it runs on the GPU while the next chunk is filled.
+        """
+        ring = self._take_ring(True)
+        chunk = ring[0][0].size
+        ok = False
+        try:
+            for i, start in enumerate(range(0, raw.nbytes, chunk)):
+                entry = ring[i % len(ring)]
+                staging, m = entry
+                if m is None:  # a new ring: map it for the first time
+                    m = _Map(staging, chunk)
+                    with self._lock:
+                        self.path.start_map(m, write=True)
+                self.path.wait(m, None)  # mapped again once the GPU has copied out of it
+                size = min(chunk, raw.nbytes - start)
+                view = self.path.mapped(m)
+                self._copy_host(view[:size], raw[start:start + size])
+                del view
+                with self._lock:
+                    self.check()
+                    self.path.unmap(m)
+                    entry[1] = None
+                    copy = (staging, 0, buffer, offset + start, (size + 3) & ~3)
+                    self._submit([self._record((), copies=[copy])])
+                    entry[1] = _Map(staging, chunk)
+                    self.path.start_map(entry[1], write=True)
+                    if on_chunk is not None:
+                        on_chunk(start + size)
+            ok = True
+        except wgpu.GPUError as err:
+            raise self._gpu_error(err) from None
+        finally:
+            self._give_ring(True, ring, ok)
+
+    def read_into(self, buffer, out: np.ndarray, offset: int = 0) -> np.ndarray:
+        """Copy ``out.nbytes`` bytes of ``buffer`` from ``offset`` into the uint8 array ``out``,
+        after all recorded work: small reads through one staging buffer (one submit, one map),
+        large ones streamed through the MAP_READ ring. Ctrl-C is held back meanwhile."""
+        with interrupts_held():
+            return self._read_into(buffer, out, offset)
+
+    def _read_into(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
+        nbytes = out.nbytes
+        if nbytes > self.stream_above:
+            return self._read_streamed(buffer, out, offset)
+        size = max(4, (nbytes + 3) & ~3)
+        with self._lock:
+            self.check()
+            kept = self._staging.get(size)
+            staging = kept.pop() if kept else self._create(size, _MAP_READ)
+            m = _Map(staging, size)
+            try:
+                ticket = self._submit([self._record((), copies=[(buffer, offset, staging, 0, size)])])
+                self.path.start_map(m, write=False)
+            except BaseException:
+                self.held_bytes -= staging.size
+                staging.destroy()
+                raise
+        self.finish_read(m, ticket, out, keep=size <= _STAGING_KEPT_BYTES)
+        return out
+
+    def finish_read(self, m: _Map, ticket, out: np.ndarray, keep: bool) -> None:
+        """Wait for map ``m`` (outside the lock), copy its first ``out.nbytes`` bytes out,
+        unmap, and keep the staging buffer for the next read (or destroy it). A failure
+        on the way drops the buffer: it may still be mid-map."""
+        try:
+            self.path.wait(m, ticket)
+            view = self.path.mapped(m)
+            out[...] = view[:out.nbytes]
+            del view
+            self.path.unmap(m)
+        except BaseException as err:
+            with self._lock:
+                self.held_bytes -= m.buffer.size
+            m.buffer.destroy()
+            if isinstance(err, wgpu.GPUError):
+                raise self._gpu_error(err) from None
+            raise
+        with self._lock:
+            if keep and self._lost is None:
+                self._staging[m.size].append(m.buffer)
+            else:
+                self.held_bytes -= m.buffer.size
+                m.buffer.destroy()
+
+    def _read_streamed(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
+        """Large reads: the host copies chunk i out while the GPU copies the chunks after it."""
+        ring = self._take_ring(False)
+        chunk = ring[0][0].size
+        starts = list(range(0, out.nbytes, chunk))
+        tickets: dict[int, object] = {}
+        ok = False
+
+        def start(i: int) -> None:
+            entry = ring[i % len(ring)]
+            size = min(chunk, out.nbytes - starts[i])
+            with self._lock:
+                self.check()
+                copy = (buffer, offset + starts[i], entry[0], 0, (size + 3) & ~3)
+                tickets[i] = self._submit([self._record((), copies=[copy])])
+                entry[1] = _Map(entry[0], chunk)
+                self.path.start_map(entry[1], write=False)
+
+        try:
+            for i in range(min(len(ring), len(starts))):
+                start(i)
+            for i, first in enumerate(starts):
+                entry = ring[i % len(ring)]
+                m = entry[1]
+                self.path.wait(m, tickets.pop(i))
+                view = self.path.mapped(m)
+                size = min(chunk, out.nbytes - first)
+                self._copy_host(out[first:first + size], view[:size])
+                del view
+                self.path.unmap(m)
+                entry[1] = None
+                if i + len(ring) < len(starts):
+                    start(i + len(ring))
+            ok = True
+        except wgpu.GPUError as err:
+            raise self._gpu_error(err) from None
+        finally:
+            self._give_ring(False, ring, ok)
+        return out
+
+    def read(self, buffer, nbytes: int) -> bytes:
+        """The first ``nbytes`` of a buffer, after all recorded work."""
+        return self.read_into(buffer, np.empty(nbytes, np.uint8)).tobytes()
+
+    # ------------------------------------------------------------------ timing
 
     def gpu_times(self, steps, *, clear=None, repeats: int = 10) -> np.ndarray:
         """Seconds each of ``repeats`` runs of the steps took, from timestamp queries.
 
         The timestamps bracket the passes and the clear of the output, if any.
         """
+        with interrupts_held():
+            return self._gpu_times(steps, clear, repeats)
+
+    def _gpu_times(self, steps, clear, repeats: int) -> np.ndarray:
         if "timestamp-query" not in self.features:
             raise AdapterError(f"adapter {self.name!r} has no timestamp-query feature")
-        self.flush()
         queries = self.device.create_query_set(type="timestamp", count=2 * repeats)
         resolved = self.device.create_buffer(
             size=16 * repeats, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
         )
-        # Each repeat is submitted and waited for alone (a read waits for the queue): the
-        # empty pass that starts the timing before a clear depends on nothing, so without
-        # the wait it could run while the previous repeat is still busy.
-        for i in range(repeats):
-            self._encode(self._encoder(), steps, clear, (queries, 2 * i))
-            self.read(resolved, 4)
-        self._encoder().resolve_query_set(queries, 0, 2 * repeats, resolved, 0)
-        ticks = np.frombuffer(self.read(resolved, 16 * repeats), np.uint64).reshape(repeats, 2)
-        resolved.destroy()
-        queries.destroy()
+        try:
+            # Each repeat is submitted and waited for alone (a read waits for the queue): the
+            # empty pass that starts the timing before a clear depends on nothing, so without
+            # the wait it could run while the previous repeat is still busy.
+            for i in range(repeats):
+                with self._lock:
+                    self.check()
+                    self._pending.append(self._record(steps, clear, (queries, 2 * i)))
+                self.read(resolved, 4)
+            with self._lock:
+                encoder = self.path.encoder()
+                try:
+                    encoder.resolve(queries, 2 * repeats, resolved)
+                    self._pending.append(encoder.finish())
+                finally:
+                    encoder.drop()
+            ticks = np.frombuffer(self.read(resolved, 16 * repeats), np.uint64).reshape(repeats, 2)
+        finally:
+            resolved.destroy()
+            queries.destroy()
         return (ticks[:, 1] - ticks[:, 0]).astype(np.float64) * 1e-9  # WebGPU timestamps are nanoseconds
-
-    def read(self, buffer, nbytes: int) -> bytes:
-        """The first ``nbytes`` of a buffer, after all recorded work: one submit, one map."""
-        size = max(4, (nbytes + 3) & ~3)
-        staging = self._staging.pop(size, None) or self.device.create_buffer(
-            size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
-        )
-        self._encoder().copy_buffer_to_buffer(buffer, 0, staging, 0, size)
-        self.flush()
-        staging.map_sync("READ")
-        data = staging.read_mapped(copy=True)
-        staging.unmap()
-        if size <= _STAGING_KEPT_BYTES:
-            self._staging[size] = staging
-        else:
-            staging.destroy()
-        return data[:nbytes]
