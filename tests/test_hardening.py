@@ -1,0 +1,261 @@
+"""Everything around a single call: threads sharing a device, Ctrl-C, running out of GPU
+memory, closing and losing devices, and random descriptors good and bad."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dmlgpu
+from dmlgpu import oracle
+from dmlgpu.desc import ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc, first_overlap
+
+# --- threads ---------------------------------------------------------------------------
+
+SHAPES = [(7, 33), (64, 5), (3, 4, 50)]
+DTYPES = [np.float32, np.float16, np.int32]
+
+
+def _call_loop(device, seed: int, calls: int, wrong: list, errors: list) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(calls):
+        shape = SHAPES[rng.integers(len(SHAPES))]
+        dtype = DTYPES[rng.integers(len(DTYPES))]
+        op = ("argmax", "argmin", "hardmax")[rng.integers(3 if np.dtype(dtype).kind == "f" else 2)]
+        axes = (len(shape) - 1,) if rng.integers(2) else (0,)
+        x = rng.integers(-4, 5, shape).astype(dtype)  # ties on purpose
+        try:
+            if rng.integers(4) == 0:  # resident in, NumPy out
+                t = device.upload(x)
+                r = getattr(dmlgpu, op)(t, axes)
+                got = r.numpy()
+                r.release()
+                t.release()
+            else:
+                got = getattr(dmlgpu, op)(x, axes, device=device)
+            if not np.array_equal(got, getattr(oracle, op)(x, axes)):
+                wrong.append((op, shape, dtype, axes))
+        except Exception as err:  # counted: any error here is a failure
+            errors.append(repr(err))
+
+
+def test_threads_share_one_device():
+    """8 threads x 150 calls of mixed operators, types and paths on one device: every answer
+    right, no error (before the runner's lock this aborted the process on lavapipe)."""
+    device = dmlgpu.Device()
+    wrong, errors = [], []
+    threads = [threading.Thread(target=_call_loop, args=(device, seed, 150, wrong, errors)) for seed in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert not wrong, wrong[:3]
+    device.close()
+
+
+def test_threads_share_the_default_device_with_streamed_calls():
+    """Small calls on several threads while two threads stream large inputs through their rings."""
+    device = dmlgpu.Device()
+    runner = device.runner
+    runner.ring_chunk, runner.ring_depth, runner.stream_above = 4096, 2, 8192
+    wrong, errors = [], []
+
+    def streamed(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(6):
+            x = rng.integers(-3, 4, (200, 61)).astype(np.float32)
+            try:
+                if not np.array_equal(dmlgpu.argmax(x, 1, device=device), oracle.argmax(x, 1)):
+                    wrong.append("streamed")
+            except Exception as err:
+                errors.append(repr(err))
+
+    threads = [threading.Thread(target=streamed, args=(s,)) for s in range(2)]
+    threads += [threading.Thread(target=_call_loop, args=(device, s, 60, wrong, errors)) for s in range(2, 6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert not wrong, wrong[:3]
+    device.close()
+
+
+# --- Ctrl-C ----------------------------------------------------------------------------
+
+SIGINT_LOOP = textwrap.dedent("""
+    import sys, numpy as np, dmlgpu
+    x = np.random.default_rng(0).standard_normal((256, 4096)).astype(np.float32)
+    want = np.argmax(x, 1)
+    dmlgpu.argmax(x, 1)
+    print("ready", flush=True)
+    try:
+        while True:
+            dmlgpu.argmax(x, 1)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    got = dmlgpu.argmax(x, 1).ravel()  # the device still works
+    print("after", bool(np.array_equal(got, want)), flush=True)
+    raise KeyboardInterrupt
+""")
+
+
+@pytest.mark.parametrize("path", ["native", "public"])
+def test_ctrl_c_ends_a_call_loop_promptly(path):
+    env = {**os.environ, "DMLGPU_RUNNER": path}
+    proc = subprocess.Popen([sys.executable, "-c", SIGINT_LOOP], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        assert proc.stdout.readline().strip() == "interrupted"
+        latency = time.perf_counter() - sent
+        assert proc.stdout.readline().strip() == "after True"
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert latency < 3.0
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+
+
+# --- GPU memory --------------------------------------------------------------------------
+
+def test_running_out_of_memory_is_our_error_and_the_device_goes_on():
+    device = dmlgpu.Device(smaller={"memory": 1 << 20})
+    x = np.ones(100_000, np.float32)  # 400 kB
+    kept = device.upload(x)
+    held = device.runner.held_bytes
+    with pytest.raises(dmlgpu.GPUMemoryError, match=r"could not allocate 800000 bytes .*dmlgpu holds \d+ bytes"):
+        device.upload(np.ones(200_000, np.float32))
+    assert isinstance(dmlgpu.GPUMemoryError("x"), MemoryError)
+    assert device.runner.held_bytes <= held  # nothing half-allocated (kept buffers may have been given back)
+    np.testing.assert_array_equal(dmlgpu.argmax(x.reshape(100, 1000), 1, device=device).ravel(), np.zeros(100))
+    np.testing.assert_array_equal(kept.numpy(), x)
+    device.close()
+
+
+def test_a_tensor_in_several_buffers_is_all_or_nothing():
+    device = dmlgpu.Device(smaller={"memory": 40_000, "max_buffer": 16_384, "max_storage_binding": 8192})
+    before = device.runner.held_bytes
+    with pytest.raises(dmlgpu.GPUMemoryError):
+        device.empty(TensorDesc("FLOAT32", (12_000,)))  # three buffers of 16 kB: the third does not fit
+    assert device.runner.held_bytes == before
+    t = device.empty(TensorDesc("FLOAT32", (6000,)))  # two buffers: fits
+    assert len(t._buffers) == 2
+    device.close()
+
+
+# --- device lifetime -----------------------------------------------------------------------
+
+def test_close_releases_and_later_use_raises():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with dmlgpu.Device() as device:
+        t = device.upload(x)
+        compiled = device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", (3, 4)), axes=[1]))
+        assert compiled(x).ravel().tolist() == [3, 3, 3]
+    assert device.runner.held_bytes == 0
+    for use in (lambda: dmlgpu.argmax(x, 1, device=device), lambda: compiled(x), lambda: t.numpy(),
+                lambda: device.upload(x), lambda: device.compile(ArgMinOperatorDesc(TensorDesc("FLOAT32", (3, 4)), axes=[0]))):
+        with pytest.raises(dmlgpu.DeviceLostError, match="was closed"):
+            use()
+    device.close()  # idempotent
+    assert dmlgpu.argmax(x, 1, device=dmlgpu.Device()).ravel().tolist() == [3, 3, 3]
+
+
+def test_released_tensor_raises():
+    device = dmlgpu.Device()
+    t = device.upload(np.ones((2, 3), np.float32))
+    t.release()
+    with pytest.raises(dmlgpu.DataError, match="was released"):
+        t.numpy()
+    with pytest.raises(dmlgpu.DataError, match="input was released"):
+        dmlgpu.argmax(t, 1)
+    device.close()
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_devices_created_and_closed_leave_memory_flat():
+    x = np.random.default_rng(0).standard_normal((64, 100)).astype(np.float32)
+
+    def cycle():
+        with dmlgpu.Device() as device:
+            dmlgpu.argmax(x, 1, device=device)
+
+    for _ in range(5):
+        cycle()
+    before = _rss_mb()
+    for _ in range(30):
+        cycle()
+    assert _rss_mb() - before < 15, f"{_rss_mb() - before:.1f} MB more after 30 devices"
+
+
+# --- device loss ---------------------------------------------------------------------------
+
+def test_a_lost_device_raises_and_a_new_one_works():
+    device = dmlgpu.Device()
+    x = np.random.default_rng(1).standard_normal((8, 9)).astype(np.float32)
+    dmlgpu.argmax(x, 1, device=device)  # compiled before the loss
+    device.runner.device.destroy()  # what a driver reset does to it
+    with pytest.raises(dmlgpu.DeviceLostError, match="lost"):
+        dmlgpu.argmax(x, 1, device=device)
+    with pytest.raises(dmlgpu.DeviceLostError):
+        dmlgpu.argmin(x, 0, device=device)  # not compiled before: refused as well
+    np.testing.assert_array_equal(dmlgpu.argmax(x, 1, device=dmlgpu.Device()), oracle.argmax(x, 1))
+
+
+# --- random descriptors ------------------------------------------------------------------
+
+FIELDS = ("input_tensor", "output_tensor", "axes", "axis_direction", "sizes", "strides", "data_type")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data_type=st.sampled_from(["FLOAT32", "FLOAT16", "INT8", "UINT16", "INT32", "INT64", "FLOAT64"]),
+    sizes=st.lists(st.integers(-1, 5), min_size=0, max_size=4),
+    strides=st.none() | st.lists(st.integers(-1, 40), min_size=0, max_size=4),
+    axes=st.lists(st.integers(-2, 4), min_size=0, max_size=3),
+    out_type=st.sampled_from(["UINT32", "INT32", "INT64", "UINT64", "FLOAT32"]),
+    direction=st.sampled_from(["INCREASING", "DECREASING", "SIDEWAYS"]),
+    argmin=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
+def test_random_descriptors_are_refused_by_name_or_right(device, data_type, sizes, strides, axes, out_type,
+                                                          direction, argmin, seed):
+    cls = ArgMinOperatorDesc if argmin else ArgMaxOperatorDesc
+    try:
+        inp = TensorDesc(data_type, sizes, strides)
+        out_sizes = [1 if i in axes else n for i, n in enumerate(sizes)]
+        desc = cls(inp, TensorDesc(out_type, out_sizes), axes, direction)
+        compiled = device.compile(desc)
+    except (dmlgpu.DescriptorError, TypeError) as err:
+        assert any(field in str(err) for field in FIELDS), str(err)
+        return
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-3, 4, inp.sizes).astype(inp.data_type.numpy)
+    if first_overlap(inp) is not None:  # elements share addresses: values the layout can hold
+        x = np.full(inp.sizes, x.flat[0], x.dtype)
+    got = compiled(x)
+    want = oracle.evaluate(desc, x)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    source = device.upload(x, inp)  # and the same through a resident tensor in the descriptor's layout
+    np.testing.assert_array_equal(compiled.run(source).numpy(), want)
+    source.release()

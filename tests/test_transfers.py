@@ -1,0 +1,113 @@
+"""Large transfers: the staging ring up and down, and NumPy calls reduced piece by piece while
+the rest of their input is still on its way. A device with a tiny ring reaches every path on
+small arrays: ragged last chunks, strided views, inputs many times the ring, several buffers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dmlgpu
+from dmlgpu import oracle
+
+CHUNK = 4096
+
+
+@pytest.fixture(scope="module")
+def small_ring():
+    """A device whose transfers stream above 8 KiB through a ring of two 4 KiB buffers, with
+    host copies split over threads above 1 KiB."""
+    device = dmlgpu.Device()
+    runner = device.runner
+    runner.ring_chunk, runner.ring_depth, runner.stream_above, runner.parallel_copy_above = CHUNK, 2, 2 * CHUNK, 1024
+    yield device
+    device.close()
+
+
+@pytest.mark.parametrize("nbytes", [2 * CHUNK + 1, 5 * CHUNK, 5 * CHUNK + 3, 37 * CHUNK - 5])
+def test_upload_and_read_back_through_the_ring(small_ring, nbytes):
+    x = np.random.default_rng(nbytes).integers(0, 256, nbytes, dtype=np.uint8)
+    t = small_ring.upload(x)
+    got = t.numpy()
+    assert got.dtype == x.dtype and np.array_equal(got, x)
+    t.release()
+
+
+def test_strided_view_uploads_its_span_without_a_copy(small_ring):
+    base = np.random.default_rng(1).standard_normal((64, 300)).astype(np.float32)
+    view = base[::3, 5:290]  # rows padded, a ragged start: described by strides
+    t = small_ring.upload(view)
+    assert t.desc.strides is not None
+    np.testing.assert_array_equal(t.numpy(), view)
+    got = dmlgpu.argmax(t, 1).numpy()
+    np.testing.assert_array_equal(got, oracle.argmax(np.ascontiguousarray(view), 1))
+
+
+CASES = [
+    ("argmax", (300, 97), (1,), np.float32),
+    ("argmin", (97, 300), (0,), np.float32),
+    ("argmax", (41, 53, 7), (0, 1, 2), np.float32),
+    ("argmax", (3, 20011), (1,), np.int16),
+    ("hardmax", (129, 77), (1,), np.float32),
+    ("hardmax", (70, 90), (0,), np.float16),
+]
+
+
+@pytest.mark.parametrize("op,shape,axes,dtype", CASES)
+def test_streamed_numpy_calls_match_the_oracle(small_ring, op, shape, axes, dtype):
+    rng = np.random.default_rng(len(shape) * 1000 + shape[0])
+    x = rng.integers(-3, 4, shape).astype(dtype)  # few values: ties straddle every piece
+    assert x.nbytes > 2 * CHUNK  # streamed, reduced piece by piece
+    got = getattr(dmlgpu, op)(x, axes, device=small_ring)
+    want = getattr(oracle, op)(x, axes)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_pieces_run_before_the_upload_ends(small_ring, monkeypatch):
+    """The overlap itself: the first piece is recorded (and submitted with the next chunk)
+    while later chunks are still to be copied."""
+    runner = small_ring.runner
+    uploaded, seen = [0], []
+    real_upload, real_dispatch = runner.upload, runner.dispatch
+
+    def upload(buffer, raw, offset=0, on_chunk=None):
+        def spy(done):
+            uploaded[0] = done
+            on_chunk(done)
+        return real_upload(buffer, raw, offset, spy)
+
+    def dispatch(steps, **kw):
+        seen.append(uploaded[0])
+        return real_dispatch(steps, **kw)
+
+    monkeypatch.setattr(runner, "upload", upload)
+    monkeypatch.setattr(runner, "dispatch", dispatch)
+    x = np.random.default_rng(3).standard_normal((256, 97)).astype(np.float32)
+    got = dmlgpu.argmax(x, 1, device=small_ring)
+    np.testing.assert_array_equal(got, oracle.argmax(x, 1))
+    assert len(seen) > 2 and seen[0] < x.nbytes, seen
+
+
+def test_a_large_output_streams_back(small_ring):
+    x = np.random.default_rng(4).standard_normal((100, 130)).astype(np.float32)
+    t = small_ring.upload(x)
+    out = dmlgpu.hardmax(t, 1)
+    assert out.desc.total_tensor_size_in_bytes > small_ring.runner.stream_above
+    np.testing.assert_array_equal(out.numpy(), oracle.hardmax(x, 1))
+
+
+def test_tensors_in_several_buffers_stream_each(small_ring):
+    device = dmlgpu.Device(smaller={"max_buffer": 3 * CHUNK, "max_storage_binding": 2 * CHUNK})
+    runner = device.runner
+    runner.ring_chunk, runner.ring_depth, runner.stream_above = CHUNK, 2, CHUNK
+    try:
+        x = np.random.default_rng(5).standard_normal((40, 250)).astype(np.float32)
+        t = device.upload(x)
+        assert len(t._buffers) > 1
+        np.testing.assert_array_equal(t.numpy(), x)
+        np.testing.assert_array_equal(dmlgpu.argmax(x, 1, device=device), oracle.argmax(x, 1))
+        np.testing.assert_array_equal(dmlgpu.argmin(x, 0, device=device), oracle.argmin(x, 0))
+    finally:
+        device.close()
