@@ -56,8 +56,15 @@ OPS = ("argmax", "argmin", "hardmax")
 #: End-to-end (NumPy in, NumPy out) timing only for inputs up to this size: above it the
 #: figure measures the bus and host copies, not the library.
 E2E_MAX_BYTES = 64 << 20
-#: Wall-clock seconds spent on each end-to-end measurement (at least 3 calls, at most 100).
+#: Wall-clock seconds spent on each end-to-end measurement (at least 3 calls, at most 100);
+#: latency cases get more calls, so that their p99 means something.
 E2E_BUDGET_S = 0.5
+LATENCY_BUDGET_S = 1.0
+LATENCY_MAX_CALLS = 2000
+#: Timed rounds of each transfer case (whole NumPy calls of 256 MiB to 1 GiB), and the calls
+#: of a back-to-back resident loop.
+TRANSFER_ROUNDS = 5
+LOOP_CALLS = 200
 #: Without --repeats, fewer repetitions when one dispatch is slow: about this many GPU
 #: seconds per variant and case (at least 3 repetitions).
 VARIANT_BUDGET_S = 2.0
@@ -84,10 +91,16 @@ class Case:
     axes: tuple[int, ...]
     latency: bool = False  # report as a latency (one small call), not a bandwidth
     note: str = ""
+    #: "gpu": GPU time beside the ceiling and the peers; "numpy": whole NumPy-in, NumPy-out
+    #: calls beside NumPy on the CPU and torch's pageable path, with the upload (and read-back)
+    #: rate alone; "loop": back-to-back GPU-resident calls against what their GPU time allows.
+    kind: str = "gpu"
 
-    _KEYS = ("name", "op", "dtype", "shape", "axes", "latency", "note")
+    _KEYS = ("name", "op", "dtype", "shape", "axes", "latency", "note", "kind")
 
     def __post_init__(self):
+        if self.kind not in ("gpu", "numpy", "loop"):
+            raise ValueError(f"case {self.name!r}: kind is {self.kind!r}, but it must be gpu, numpy or loop")
         if self.op not in OPS:
             raise ValueError(f"case {self.name!r}: op is {self.op!r}, but it must be one of {', '.join(OPS)}")
         object.__setattr__(self, "dtype", DataType.parse(self.dtype, f"case {self.name!r}: dtype"))
@@ -122,7 +135,7 @@ class Case:
 
     def to_json(self) -> dict:
         return {"name": self.name, "op": self.op, "dtype": self.dtype.name, "shape": list(self.shape),
-                "axes": list(self.axes), "latency": self.latency, "note": self.note}
+                "axes": list(self.axes), "latency": self.latency, "note": self.note, "kind": self.kind}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,8 +150,9 @@ class Suite:
 def load_suite(name: str) -> Suite:
     """``benchmarks/suites/<name>.json``, through the package ``dmlgpu.suites``."""
     data = json.loads(resources.files("dmlgpu.suites").joinpath(f"{name}.json").read_text())
+    transfers = [Case.from_json({"kind": "numpy", **c}) for c in data.get("transfers", [])]
     return Suite(name, data.get("description", ""), int(data["repeats"]), float(data["warmup_s"]),
-                 tuple(Case.from_json(c) for c in data["cases"]))
+                 tuple(Case.from_json(c) for c in data["cases"]) + tuple(transfers))
 
 
 def host_data(case: Case, rng: np.random.Generator) -> np.ndarray:
@@ -282,6 +296,28 @@ class TorchPeer:
     def to_numpy(self, result) -> np.ndarray:
         return result.cpu().numpy()
 
+    def pageable(self, case: Case, x: np.ndarray) -> Callable:
+        """The case from a NumPy array in pageable host memory to a NumPy result, as a torch
+        user writes it: ``torch.from_numpy(x).cuda()``, the operator, ``.cpu()``."""
+        return lambda: self.to_numpy(self.op(case, self.torch.from_numpy(x).cuda())())
+
+    def references(self, nbytes: int) -> dict:
+        """GB/s of the physical references on ``nbytes`` of FLOAT32, timed like the cases:
+        ``copy_`` (read + write counted), ``amax`` over rows of 65536 and ``sum``."""
+        t = self.torch
+        n = nbytes // 4 // 65536 * 65536
+        x = t.randn(n // 65536, 65536, device="cuda")
+        y = t.empty_like(x)
+        refs = {"copy_": (lambda: y.copy_(x), 2 * 4 * n), "amax_rows": (lambda: x.amax(dim=1), 4 * n),
+                "sum": (lambda: x.sum(), 4 * n)}
+        out = {}
+        for name, (fn, moved) in refs.items():
+            self.gpu_times(fn, 3)
+            out[name] = moved / _median(self.gpu_times(fn, 20)) / 1e9
+        del x, y
+        self.release()
+        return out
+
     def release(self) -> None:
         self.torch.cuda.synchronize()
         self.torch.cuda.empty_cache()
@@ -294,6 +330,9 @@ class CupyPeer:
     name = "cupy"
 
     def __init__(self):
+        # As a CuPy user who cares about speed runs it: with CUB's reductions, unless the
+        # environment says otherwise (read when CuPy is imported).
+        os.environ.setdefault("CUPY_ACCELERATORS", "cub")
         import cupy
 
         if cupy.cuda.runtime.getDeviceCount() < 1:
@@ -360,12 +399,13 @@ def find_peers() -> list:
 # ----------------------------------------------------------------------------- timing
 
 
-def wall_times(fn: Callable, budget_s: float = E2E_BUDGET_S) -> np.ndarray:
-    """Wall seconds of calls to ``fn`` after one untimed call: as many as fit the budget (3..100)."""
+def wall_times(fn: Callable, budget_s: float = E2E_BUDGET_S, most: int = 100) -> np.ndarray:
+    """Wall seconds of calls to ``fn`` after a few untimed ones: as many as fit the budget (3..most)."""
     start = time.perf_counter()
-    fn()
-    first = time.perf_counter() - start
-    count = max(3, min(100, int(budget_s / max(first, 1e-6))))
+    for _ in range(3):
+        fn()
+    first = (time.perf_counter() - start) / 3
+    count = max(3, min(most, int(budget_s / max(first, 1e-6))))
     times = []
     for _ in range(count):
         start = time.perf_counter()
@@ -395,6 +435,30 @@ def _plan_summary(plan) -> dict:
 
 def _median(a) -> float:
     return float(statistics.median(a))
+
+
+def _latency(times: np.ndarray) -> dict:
+    """p50 and p99 of wall times, in seconds."""
+    return {"p50_s": float(np.percentile(times, 50)), "p99_s": float(np.percentile(times, 99)), "calls": len(times)}
+
+
+def floor_times(runner, budget_s: float = LATENCY_BUDGET_S) -> np.ndarray:
+    """Wall times of the bare floor under any small call, through the same runner: one
+    dispatch of a 1-workgroup kernel and a 16-byte read-back (record, submit, map, copy)."""
+    src = runner.storage(16)
+    ceiling = Ceiling(runner, "read", src, 16)
+    out = np.empty(16, np.uint8)
+    steps = ceiling.steps
+
+    def once():
+        runner.dispatch(steps)
+        runner.read_into(ceiling.dst, out)
+
+    try:
+        return wall_times(once, budget_s, LATENCY_MAX_CALLS)
+    finally:
+        ceiling.release()
+        runner.release(src)
 
 
 # ----------------------------------------------------------------------------- one case
@@ -511,24 +575,129 @@ class Bench:
 
     def _end_to_end(self, case: Case, x: np.ndarray, inp, result: dict, peers: list, peer_data: dict) -> None:
         """Wall times of whole calls: NumPy in and out; for latency cases also a GPU-resident
-        input with the result read back to NumPy."""
+        input with the result read back to NumPy, p50 and p99 of many calls, and the bare
+        floor of a dispatch and read-back through the same runner."""
         import dmlgpu
 
         op = getattr(dmlgpu, case.op)
-        result["e2e_s"] = _median(wall_times(lambda: op(x, case.axes, device=self.device)))
+        budget, most = (LATENCY_BUDGET_S, LATENCY_MAX_CALLS) if case.latency else (E2E_BUDGET_S, 100)
+        times = wall_times(lambda: op(x, case.axes, device=self.device), budget, most)
+        result["e2e_s"] = _median(times)
         if case.latency:
             def resident():
                 r = op(inp, case.axes, device=self.device)
                 r.numpy()
                 r.release()
 
-            result["e2e_resident_s"] = _median(wall_times(resident))
+            resident_times = wall_times(resident, budget, most)
+            result["e2e_resident_s"] = _median(resident_times)
+            result["latency_times"] = {"numpy": _latency(times), "resident": _latency(resident_times),
+                                 "floor": _latency(floor_times(self.runner))}
         for peer in peers:
             data, fn = peer_data[peer.name]
             entry = result["peers"][peer.name]
-            entry["e2e_s"] = _median(wall_times(lambda peer=peer: peer.to_numpy(peer.op(case, peer.upload(x))())))
-            entry["e2e_resident_s"] = (
-                _median(wall_times(lambda peer=peer, fn=fn: peer.to_numpy(fn()))) if case.latency else None)
+            peer_times = wall_times(lambda peer=peer: peer.to_numpy(peer.op(case, peer.upload(x))()), budget, most)
+            entry["e2e_s"] = _median(peer_times)
+            entry["e2e_resident_s"] = None
+            if case.latency:
+                peer_resident = wall_times(lambda peer=peer, fn=fn: peer.to_numpy(fn()), budget, most)
+                entry["e2e_resident_s"] = _median(peer_resident)
+                entry["latency_times"] = {"numpy": _latency(peer_times), "resident": _latency(peer_resident)}
+
+    # ------------------------------------------------------------------ transfers
+
+    def run_transfer(self, case: Case) -> dict:
+        """A whole NumPy-in, NumPy-out call on a large input, beside NumPy on the CPU and torch's
+        pageable path (interleaved rounds of wall times), with the upload alone and the
+        read-back alone; or a loop of back-to-back resident calls against their GPU time."""
+        import dmlgpu
+
+        result = {**case.to_json(), "status": "ok"}
+        x = self.host(case)
+        desc = case.descriptor()
+        want = oracle.evaluate(desc, x)
+        op = getattr(dmlgpu, case.op)
+        result["bytes"] = x.nbytes
+        if case.kind == "loop":
+            return self._loop(case, x, want, result)
+        got = op(x, case.axes, device=self.device)
+        result["correct"] = bool(np.array_equal(got, want.astype(got.dtype)))
+        del got
+        calls = {"ours": lambda: op(x, case.axes, device=self.device), "numpy": lambda: _numpy_op(case, x)}
+        torch = next((p for p in self.peers if p.name == "torch"), None)
+        if torch is not None:
+            calls["torch_pageable"] = torch.pageable(case, x)
+
+        def upload():
+            self.device.upload(x).release()
+
+        calls["upload"] = upload
+        resident = self.device.upload(x)
+        out = op(resident, case.axes, device=self.device)
+        calls["read_back"] = out.numpy
+        try:
+            for fn in calls.values():  # untimed once: compiles, allocates, warms the paths
+                fn()
+            samples = {name: [] for name in calls}
+            for r in range(TRANSFER_ROUNDS):
+                names = list(calls)
+                for name in names[r % len(names):] + names[:r % len(names)]:
+                    start = time.perf_counter()
+                    calls[name]()
+                    samples[name].append(time.perf_counter() - start)
+        finally:
+            out.release()
+            resident.release()
+            if torch is not None:
+                torch.release()
+        medians = {name: _median(t) for name, t in samples.items()}
+        result.update(e2e_s=medians["ours"], numpy_s=medians["numpy"], samples_s=samples,
+                      gbps=x.nbytes / medians["ours"] / 1e9,
+                      upload_gbps=x.nbytes / medians["upload"] / 1e9,
+                      read_back_gbps=want.nbytes / medians["read_back"] / 1e9,
+                      x_numpy=medians["numpy"] / medians["ours"])
+        if "torch_pageable" in medians:
+            result.update(torch_pageable_s=medians["torch_pageable"],
+                          x_torch_pageable=medians["torch_pageable"] / medians["ours"])
+        return result
+
+    def _loop(self, case: Case, x: np.ndarray, want: np.ndarray, result: dict) -> dict:
+        """LOOP_CALLS GPU-resident calls back to back (each result released), then one read:
+        the wall time per call against the GPU time of one call."""
+        import dmlgpu
+
+        op = getattr(dmlgpu, case.op)
+        inp = self.device.upload(x)
+        try:
+            first = op(inp, case.axes, device=self.device)
+            result["correct"] = bool(np.array_equal(first.numpy(), want.astype(first.dtype)))
+            gpu_s = _median(self.device.compile(case.descriptor()).gpu_times(inp, first, 10))
+            first.release()
+            walls = []
+            for _ in range(3):
+                start = time.perf_counter()
+                for i in range(LOOP_CALLS):
+                    last = op(inp, case.axes, device=self.device)
+                    if i < LOOP_CALLS - 1:
+                        last.release()
+                last.numpy()  # waits for every call before it
+                last.release()
+                walls.append((time.perf_counter() - start) / LOOP_CALLS)
+        finally:
+            inp.release()
+        wall = _median(walls)
+        result.update(gpu_s=gpu_s, wall_per_call_s=wall, pct_of_gpu_rate=100.0 * gpu_s / wall, calls=LOOP_CALLS)
+        return result
+
+
+def _numpy_op(case: Case, x: np.ndarray) -> np.ndarray:
+    """The case on the CPU with NumPy, as a NumPy user writes it."""
+    (axis,) = case.axes
+    if case.op == "hardmax":
+        out = np.zeros_like(x)
+        np.put_along_axis(out, np.expand_dims(np.argmax(x, axis), axis), 1, axis)
+        return out
+    return (np.argmax if case.op == "argmax" else np.argmin)(x, axis)
 
 
 # ----------------------------------------------------------------------------- output
@@ -559,23 +728,39 @@ def line(result: dict, peers: list) -> str:
     head = f"{result['name']:<14} {Case.from_json({k: result[k] for k in Case._KEYS}).label:<34}"
     if result["status"] != "ok":
         return f"{head} {result['status']}: {result.get('reason', '')}"
-    text = (f"{head} {_fmt_time(result['gpu_s']):>10} {_fmt_time(result['e2e_s']):>10} {_fmt_gbps(result['gbps']):>7} "
-            f"{result['pct_of_ceiling']:>6.0f}% {_fmt_gbps(result['ceiling']['gbps']):>9}")
-    for peer in peers:
-        entry = result["peers"].get(peer.name, {"error": "not run"})
-        if "error" in entry:
-            text += f" {'error':>11} {'-':>9}"
-        else:
-            text += f" {_fmt_gbps(entry['gbps']):>11} {entry['speedup']:>8.2f}x"
+    if result["kind"] == "numpy":
+        text = (f"{head} NumPy in/out {_fmt_time(result['e2e_s'])} ({_fmt_gbps(result['gbps'])} GB/s); "
+                f"np.{result['op'] if result['op'] != 'hardmax' else 'argmax+put'} {_fmt_time(result['numpy_s'])} "
+                f"(x{result['x_numpy']:.2f})")
+        if "torch_pageable_s" in result:
+            text += f"; torch pageable {_fmt_time(result['torch_pageable_s'])} (x{result['x_torch_pageable']:.2f})"
+        text += f"; upload {_fmt_gbps(result['upload_gbps'])} GB/s"
+        if result["op"] == "hardmax":  # an output as large as the input comes back
+            text += f", read-back {_fmt_gbps(result['read_back_gbps'])} GB/s"
+    elif result["kind"] == "loop":
+        text = (f"{head} {result['calls']} resident calls back to back: {_fmt_time(result['wall_per_call_s'])} a call, "
+                f"GPU time {_fmt_time(result['gpu_s'])}: {result['pct_of_gpu_rate']:.0f}% of the rate it allows")
+    else:
+        text = (f"{head} {_fmt_time(result['gpu_s']):>10} {_fmt_time(result['e2e_s']):>10} {_fmt_gbps(result['gbps']):>7} "
+                f"{result['pct_of_ceiling']:>6.0f}% {_fmt_gbps(result['ceiling']['gbps']):>9}")
+        for peer in peers:
+            entry = result["peers"].get(peer.name, {"error": "not run"})
+            if "error" in entry:
+                text += f" {'error':>11} {'-':>9}"
+            else:
+                text += f" {_fmt_gbps(entry['gbps']):>11} {entry['speedup']:>8.2f}x"
     extras = []
-    if result.get("e2e_resident_s") is not None:
-        extras.append(f"resident in, NumPy out {_fmt_time(result['e2e_resident_s'])}")
+    if "latency_times" in result:
+        lat = result["latency_times"]
+        extras.append(f"p50/p99 NumPy in/out {_fmt_time(lat['numpy']['p50_s'])}/{_fmt_time(lat['numpy']['p99_s'])}, "
+                      f"resident in {_fmt_time(lat['resident']['p50_s'])}/{_fmt_time(lat['resident']['p99_s'])}, "
+                      f"bare dispatch + read floor {_fmt_time(lat['floor']['p50_s'])}")
         for peer in peers:
             entry = result["peers"].get(peer.name, {})
-            if "e2e_s" not in entry:
-                continue
-            extras.append(f"{peer.name} e2e {_fmt_time(entry['e2e_s'])} / resident {_fmt_time(entry['e2e_resident_s'])}")
-    if not result["correct"]:
+            if "latency_times" in entry:
+                extras.append(f"{peer.name} {_fmt_time(entry['latency_times']['numpy']['p50_s'])}/"
+                              f"{_fmt_time(entry['latency_times']['resident']['p50_s'])}")
+    if result.get("correct") is False:
         extras.insert(0, "WRONG ANSWER")
     return text + (f"  [{'; '.join(extras)}]" if extras else "")
 
@@ -630,7 +815,7 @@ def plot(report: dict, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in report["results"] if r["status"] == "ok"]
+    rows = [r for r in report["results"] if r["status"] == "ok" and r.get("kind", "gpu") == "gpu"]
     series = [("dmlgpu", [r["gbps"] for r in rows], "tab:blue")]
     colours = iter(["tab:orange", "tab:green", "tab:purple"])
     for peer in report["peers"]:
@@ -691,13 +876,18 @@ def main(device, args) -> int:
     warm_bytes = max(math.prod(c.shape) * c.dtype.size for c in cases)
     print(f"warm-up: {warm_up(device.runner, min(warm_bytes, 256 << 20), suite.warmup_s)} reads in {suite.warmup_s} s",
           file=sys.stderr)
+    torch = next((p for p in peers if p.name == "torch"), None)
+    if torch is not None:  # the physical references the ceilings should match, on this GPU
+        report["references"] = torch.references(min(warm_bytes, 1 << 30))
+        print("torch references (GB/s): " + ", ".join(f"{k} {v:.0f}" for k, v in report["references"].items()),
+              flush=True)
     print(header(peers), flush=True)
     bench = Bench(device, suite, args.repeats, peers)
     failed = 0
     for i, case in enumerate(cases, 1):
         print(f"[{i}/{len(cases)}] {case.name} ...", file=sys.stderr, flush=True)
         try:
-            result = bench.run_case(case)
+            result = bench.run_case(case) if case.kind == "gpu" else bench.run_transfer(case)
         except Exception as err:  # report and go on: one broken case must not hide the others
             result = {**case.to_json(), "status": "error", "reason": f"{type(err).__name__}: {err}"}
         failed += result["status"] == "error" or result.get("correct") is False

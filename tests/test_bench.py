@@ -29,6 +29,10 @@ def test_full_suite_inputs_are_above_the_l2_cache():
             assert math.prod(case.shape) * case.dtype.size >= 256 << 20, case.name
 
 
+def test_quick_suite_runs_every_kind():
+    assert {c.kind for c in bench.load_suite("quick").cases} == {"gpu", "numpy", "loop"}
+
+
 def test_quick_suite_is_small():
     for case in bench.load_suite("quick").cases:
         assert math.prod(case.shape) * case.dtype.size <= 8 << 20, case.name
@@ -115,6 +119,38 @@ def test_bench_quick_case_through_the_cli_writes_json(tmp_path, capsys):
                   result["pct_of_ceiling"], result["e2e_s"], result["e2e_resident_s"]):
         assert value > 0
     assert result["ceiling"]["kernel"] == "read_ceiling"
+
+
+def test_bench_latency_case_keeps_p50_p99_and_the_floor(tmp_path, capsys):
+    path = tmp_path / "latency.json"
+    assert cli.main(["bench", "--quick", "--case", "llm_argmax", "--repeats", "3", "--json", str(path)]) == 0
+    (result,) = json.loads(path.read_text())["results"]
+    for kind in ("numpy", "resident", "floor"):
+        entry = result["latency_times"][kind]
+        assert 0 < entry["p50_s"] <= entry["p99_s"] and entry["calls"] >= 3
+    assert "p50/p99 NumPy in/out" in capsys.readouterr().out
+
+
+def test_bench_transfer_cases_run_and_check_their_answers(tmp_path, capsys):
+    path = tmp_path / "transfers.json"
+    rc = cli.main(["bench", "--quick", "--case", "numpy_4mib", "--case", "hardmax_np", "--case", "resident_loop",
+                   "--json", str(path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    numpy_case, hardmax_case, loop = json.loads(path.read_text())["results"]
+    for result in (numpy_case, hardmax_case):
+        assert result["kind"] == "numpy" and result["correct"] is True
+        for key in ("e2e_s", "numpy_s", "upload_gbps", "read_back_gbps", "x_numpy"):
+            assert result[key] > 0
+    assert loop["kind"] == "loop" and loop["correct"] is True and loop["calls"] == bench.LOOP_CALLS
+    assert loop["gpu_s"] > 0 and loop["wall_per_call_s"] > 0
+    assert "resident calls back to back" in out and "NumPy in/out" in out
+
+
+def test_full_suite_has_the_transfer_group():
+    kinds = {c.name: c.kind for c in bench.load_suite("full").cases}
+    assert kinds["numpy_1gib"] == "numpy" and kinds["resident_loop"] == "loop"
+    assert kinds["llm_batch"] == "gpu"
 
 
 def test_bench_rejects_a_filter_that_matches_nothing(capsys):
