@@ -39,7 +39,8 @@ import threading
 import time
 import traceback
 import warnings
-from collections import defaultdict
+import weakref
+from collections import OrderedDict, defaultdict
 
 import numpy as np
 import wgpu
@@ -79,6 +80,8 @@ _POOL_BYTES = 64 << 20
 #: Recorded work reading at least this many bytes is submitted at once, so that the GPU runs
 #: it while Python records the next call; smaller work waits for the next read (one submit).
 SUBMIT_EARLY_BYTES = 4 << 20
+#: Pipelines the cache keeps (least recently used go first; operators hold their own).
+KEPT_PIPELINES = 128
 #: A map that has not landed this long after its queue went idle means the device is gone.
 MAP_TIMEOUT_S = 10.0
 
@@ -452,7 +455,7 @@ class Runner:
         self.capabilities = dataclasses.replace(self.capabilities, **smaller)
         self._bind_layout = self.device.create_bind_group_layout(entries=_LAYOUT_ENTRIES)
         self._pipeline_layout = self.device.create_pipeline_layout(bind_group_layouts=[self._bind_layout])
-        self._pipelines: dict[str, object] = {}
+        self._pipelines: OrderedDict[str, object] = OrderedDict()  # by WGSL text, most recent last
         self.path = self._choose_path()
         self._lock = threading.RLock()
         # Finished command buffers of calls recorded since the last submit, and the bytes
@@ -464,7 +467,9 @@ class Runner:
         self._pool_bytes = 0
         self._rings: dict[bool, list] = {}  # MAP_WRITE (True) and MAP_READ (False) rings
         self._copier = None  # threads for host-side copies of large transfers
-        self.held_bytes = 0  # bytes of every buffer this runner holds (storage, staging, rings)
+        # every buffer this runner made and has not destroyed (buffers dropped with an object
+        # that was collected leave on their own): what held_bytes counts
+        self._live: weakref.WeakSet = weakref.WeakSet()
         # Called when memory runs short, each returning whether it gave buffers back (the
         # device registers one that drops the buffers its operators keep between calls).
         self.reclaimers: list = []
@@ -537,7 +542,7 @@ class Runner:
             if self._copier is not None:
                 self._copier.shutdown(wait=True)
                 self._copier = None
-            self.held_bytes = 0
+            self._live = weakref.WeakSet()
             self.device.destroy()
             # wgpu-py's device sits in a reference cycle of its own, so it would wait for the
             # garbage collector: release the native device (and its poll thread) now.
@@ -551,11 +556,18 @@ class Runner:
             self.check()
             pipeline = self._pipelines.get(source)
             if pipeline is None:
-                module = self.device.create_shader_module(code=source)
-                pipeline = self.device.create_compute_pipeline(
-                    layout=self._pipeline_layout, compute={"module": module, "entry_point": "main"}
-                )
+                try:
+                    module = self.device.create_shader_module(code=source)
+                    pipeline = self.device.create_compute_pipeline(
+                        layout=self._pipeline_layout, compute={"module": module, "entry_point": "main"}
+                    )
+                except wgpu.GPUError as err:
+                    raise self._gpu_error(err) from None
                 self._pipelines[source] = pipeline
+                if len(self._pipelines) > KEPT_PIPELINES:  # compiled operators keep their own
+                    self._pipelines.popitem(last=False)
+            else:
+                self._pipelines.move_to_end(source)
             return pipeline
 
     @property
@@ -582,8 +594,19 @@ class Runner:
                     buffer = self.device.create_buffer(size=size, usage=usage)
                 except wgpu.GPUError as again:
                     raise self._memory_error(size, str(again).strip().splitlines()[-1].strip()) from None
-            self.held_bytes += size
+            self._live.add(buffer)
             return buffer
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the buffers this runner holds now: tensors, scratch, pools, staging."""
+        with self._lock:
+            return sum(b.size for b in list(self._live))
+
+    def _destroy(self, buffer) -> None:
+        """Destroy a buffer this runner made (its memory goes once the GPU is done with it)."""
+        self._live.discard(buffer)
+        buffer.destroy()
 
     def _memory_error(self, size: int, why: str) -> GPUMemoryError:
         return GPUMemoryError(
@@ -600,15 +623,13 @@ class Runner:
             for kept in (self._pool, self._staging):
                 for buffers in kept.values():
                     for b in buffers:
-                        self.held_bytes -= b.size
-                        b.destroy()
+                        self._destroy(b)
                         dropped = True
                 kept.clear()
             self._pool_bytes = 0
             for ring in self._rings.values():
                 for b, _ in ring:
-                    self.held_bytes -= b.size
-                    b.destroy()
+                    self._destroy(b)
                     dropped = True
             self._rings.clear()
             return dropped
@@ -641,15 +662,12 @@ class Runner:
             if self._lost is not None:
                 return
             size = buffer.size
-            if buffer.usage != _STORAGE:  # a uniform or staging buffer: not counted, not pooled
-                buffer.destroy()
-                return
-            if keep and size <= _POOLED_BUFFER_BYTES and self._pool_bytes + size <= _POOL_BYTES:
+            if keep and buffer.usage == _STORAGE and size <= _POOLED_BUFFER_BYTES \
+                    and self._pool_bytes + size <= _POOL_BYTES:
                 self._pool[size].append(buffer)
                 self._pool_bytes += size
                 return
-            self.held_bytes -= size
-            buffer.destroy()
+            self._destroy(buffer)
 
     # kept for the benchmark scripts' ceiling kernels
     release = free
@@ -785,8 +803,7 @@ class Runner:
                 self._rings[write] = ring
                 return
             for buffer, _ in ring:
-                self.held_bytes -= buffer.size
-                buffer.destroy()
+                self._destroy(buffer)
 
     def _copy_host(self, dst: np.ndarray, src: np.ndarray) -> None:
         """dst[:] = src on several threads (NumPy lets go of the GIL while it copies)."""
@@ -865,8 +882,7 @@ class Runner:
                 ticket = self._submit([self._record((), copies=[(buffer, offset, staging, 0, size)])])
                 self.path.start_map(m, write=False)
             except BaseException:
-                self.held_bytes -= staging.size
-                staging.destroy()
+                self._destroy(staging)
                 raise
         self.finish_read(m, ticket, out, keep=size <= _STAGING_KEPT_BYTES)
         return out
@@ -883,8 +899,7 @@ class Runner:
             self.path.unmap(m)
         except BaseException as err:
             with self._lock:
-                self.held_bytes -= m.buffer.size
-            m.buffer.destroy()
+                self._destroy(m.buffer)
             if isinstance(err, wgpu.GPUError):
                 raise self._gpu_error(err) from None
             raise
@@ -892,8 +907,7 @@ class Runner:
             if keep and self._lost is None:
                 self._staging[m.size].append(m.buffer)
             else:
-                self.held_bytes -= m.buffer.size
-                m.buffer.destroy()
+                self._destroy(m.buffer)
 
     def _read_streamed(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
         """Large reads: the host copies chunk i out while the GPU copies the chunks after it."""
