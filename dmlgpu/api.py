@@ -63,9 +63,23 @@ def _run(make_desc, signature: tuple, x, device: Device | None, nan_mode):
     return compiled(x)
 
 
+_parsed: dict = {}  # (axis_direction, output_data_type) as given -> parsed, for hashable arguments
+
+
+def _direction_and_type(axis_direction, output_data_type):
+    try:
+        return _parsed[axis_direction, output_data_type]
+    except (KeyError, TypeError):  # not seen yet, or not hashable
+        parsed = (AxisDirection.parse(axis_direction, "axis_direction"), _output_type(output_data_type))
+        try:
+            _parsed[axis_direction, output_data_type] = parsed
+        except TypeError:
+            pass
+        return parsed
+
+
 def _index_operator(cls, x, axes, axis_direction, output_data_type, nan_mode, device):
-    direction = AxisDirection.parse(axis_direction, "axis_direction")
-    out_type = _output_type(output_data_type)
+    direction, out_type = _direction_and_type(axis_direction, output_data_type)
 
     def make_desc(desc: TensorDesc):
         red_axes = _normalize_axes(axes, desc.rank)

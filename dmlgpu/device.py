@@ -32,9 +32,6 @@ from .wgsl import params_words, shader_sources
 #: Compiled operators a device keeps (least recently used go first); a dropped one that a
 #: caller still holds keeps working.
 KEPT_OPERATORS = 64
-#: The NumPy path keeps GPU buffers between calls for inputs up to this size: small calls
-#: are where allocation costs show, and large buffers are not held for good.
-KEPT_IO_BYTES = 16 << 20
 #: NumPy inputs larger than this many staging chunks are reduced piece by piece while the
 #: next piece is still crossing the bus (``pieces.schedule`` with one chunk per binding).
 STREAM_PIECES_ABOVE_CHUNKS = 2
@@ -228,7 +225,7 @@ class CompiledOperator:
         self.plan: Plan = self.schedule.pieces[0].plan  # the first piece's (the only one, mostly)
         self.sources: list[str] = self._program.sources
         self._streamed_program: _Program | None = None
-        self._io: list = []  # (input, output) tensors of the NumPy path, free for the next call
+        self._own_layouts = LruCache(16)  # array layouts checked to be the input descriptor's
 
     def _clear(self, output: Tensor):
         return output._buffers if self.plan.clears_output else None
@@ -258,30 +255,36 @@ class CompiledOperator:
         strides. Small calls reuse GPU buffers of a pool (one set per thread at a time) and
         share one submit between upload, passes and read-back; large inputs stream through
         the staging ring, reduced piece by piece as they arrive."""
-        data = layout.bytes_for(self.input_desc, x)
+        data = self._bytes_of(x)
         with interrupts_held():
             if data.nbytes > STREAM_PIECES_ABOVE_CHUNKS * self.device.runner.ring_chunk:
                 return self._streamed(data)
             return self._small(data)
 
+    def _bytes_of(self, x) -> np.ndarray:
+        """``layout.bytes_for``, its checks made once per array layout (dtype, shape, strides):
+        an array already laid out as the input descriptor says is passed as it is."""
+        key = (x.dtype.str, x.shape, x.strides) if isinstance(x, np.ndarray) else None
+        if key is not None and key in self._own_layouts:
+            return layout.span(x)
+        data = layout.bytes_for(self.input_desc, x)
+        as_is = key is not None and x.dtype.isnative and all(s >= 0 and s % x.itemsize == 0 for s in x.strides)
+        if as_is and layout.describe(x)[0].element_strides == self.input_desc.element_strides:
+            self._own_layouts[key] = True  # describe passed x's own memory, not a copy
+        return data
+
     def _small(self, data: np.ndarray) -> np.ndarray:
-        kept = self.input_desc.total_tensor_size_in_bytes <= KEPT_IO_BYTES
+        """Upload, passes and read-back in one submit, on buffers from the runner's pool (the
+        same ones again on the next call, so that their bind groups are found cached)."""
+        source, result = self.device.empty(self.input_desc), None
         try:
-            source, result = self._io.pop()
-        except IndexError:
-            source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
-        done = False
-        try:
+            result = self.device.empty(self.output_desc)
             source.write(data)
             self.run(source, result)
-            out = result.numpy()
-            done = True
-            return out
+            return result.numpy()
         finally:
-            if done and kept and len(self._io) < 4:
-                self._io.append((source, result))
-            else:  # a failed call's buffers may be mid-map or mid-write: not for reuse
-                source.release()
+            source.release()
+            if result is not None:
                 result.release()
 
     def _streamed(self, data: np.ndarray) -> np.ndarray:
@@ -322,18 +325,6 @@ class CompiledOperator:
             source.release()
             result.release()
 
-    def drop_kept(self) -> bool:
-        """Give back the buffers the NumPy path keeps between calls; whether there were any."""
-        dropped = False
-        while True:
-            try:
-                source, result = self._io.pop()
-            except IndexError:
-                return dropped
-            source.release()
-            result.release()
-            dropped = True
-
 
 class Device:
     """One adapter opened for these operators (DirectML's IDMLDevice).
@@ -357,14 +348,6 @@ class Device:
         self.by_call = LruCache(KEPT_OPERATORS)  # the NumPy-level API's operators, by call signature
         self._tensors: weakref.WeakSet = weakref.WeakSet()
         self._lock = threading.Lock()
-        self.runner.reclaimers.append(self._drop_kept)
-
-    def _drop_kept(self) -> bool:
-        """Memory ran short: the buffers compiled operators keep for their next call go back."""
-        dropped = False
-        for compiled in list(self._compiled.values()) + list(self.by_call.values()):
-            dropped = compiled.drop_kept() or dropped
-        return dropped
 
     @property
     def name(self) -> str:
@@ -427,10 +410,9 @@ class Device:
         released, and using the device afterwards raises ``DeviceLostError``. Idempotent."""
         for tensor in list(self._tensors):
             tensor._buffers = []
-        # the caches and the reclaimer refer back to this device: cleared, nothing keeps it alive
+        # the caches refer back to this device: cleared, nothing keeps it alive
         self._compiled.clear()
         self.by_call.clear()
-        self.runner.reclaimers.clear()
         self.runner.close()
 
     def __enter__(self) -> "Device":

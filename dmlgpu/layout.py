@@ -69,9 +69,15 @@ def describe(x: np.ndarray, field: str = "x") -> tuple[TensorDesc, np.ndarray]:
     strides = tuple(s // itemsize for s in x.strides)
     packed = x.flags.c_contiguous
     desc = TensorDesc(data_type, x.shape, None if packed else strides)
-    last = sum((n - 1) * s for n, s in zip(x.shape, strides))
-    span = np.lib.stride_tricks.as_strided(x, shape=(last + 1,), strides=(itemsize,), writeable=False)
-    return desc, span
+    return desc, span(x)
+
+
+def span(x: np.ndarray) -> np.ndarray:
+    """The memory an array with non-negative, whole-element strides spans, as a 1-D view."""
+    if x.flags.c_contiguous:
+        return x.reshape(-1)
+    last = sum((n - 1) * s for n, s in zip(x.shape, x.strides)) // x.itemsize
+    return np.lib.stride_tricks.as_strided(x, shape=(last + 1,), strides=(x.itemsize,), writeable=False)
 
 
 def bytes_for(desc: TensorDesc, x: np.ndarray, field: str = "x") -> np.ndarray:

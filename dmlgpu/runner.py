@@ -30,6 +30,7 @@ Objects are created through wgpu-py either way, so that their lifetimes stay wgp
 
 from __future__ import annotations
 
+import _signal
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -74,9 +75,11 @@ STREAM_ABOVE = 16 << 20
 #: Read-back staging buffers up to this size are kept for the next read of the same size.
 _STAGING_KEPT_BYTES = 1 << 20
 #: Freed storage buffers up to this size are kept for the next allocation of the same size,
-#: at most this many bytes in all (small calls are where allocation costs show).
-_POOLED_BUFFER_BYTES = 1 << 20
-_POOL_BYTES = 64 << 20
+#: at most this many bytes in all: a NumPy call takes its GPU buffers from here, so that
+#: repeated calls allocate nothing (and find their bind groups cached). Running short of
+#: memory gives them back first.
+_POOLED_BUFFER_BYTES = 16 << 20
+_POOL_BYTES = 128 << 20
 #: Recorded work reading at least this many bytes is submitted at once, so that the GPU runs
 #: it while Python records the next call; smaller work waits for the next read (one submit).
 SUBMIT_EARLY_BYTES = 4 << 20
@@ -164,10 +167,10 @@ def interrupts_held():
     default SIGINT handler is swapped, for the few milliseconds of a call, for one that
     notes the signal; the KeyboardInterrupt follows as soon as the call is done. A second
     Ctrl-C while held interrupts at once. Other threads never receive KeyboardInterrupt, and
-    a handler the program installed itself is left alone.
+    a handler the program installed itself is left alone. (``_signal`` is what ``signal``
+    wraps; its enum conversions cost 30 us a call, the C functions 3.)
     """
-    if _holding or threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    if _holding or threading.current_thread() is not _MAIN or _signal.getsignal(_SIGINT) is not _DEFAULT_HANDLER:
         yield
         return
     noted = []
@@ -177,15 +180,20 @@ def interrupts_held():
             raise KeyboardInterrupt
         noted.append(signum)
 
-    signal.signal(signal.SIGINT, note)
+    _signal.signal(_SIGINT, note)
     _holding.append(True)
     try:
         yield
     finally:
         _holding.pop()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _signal.signal(_SIGINT, _DEFAULT_HANDLER)
     if noted:
         raise KeyboardInterrupt
+
+
+_MAIN = threading.main_thread()
+_SIGINT = int(signal.SIGINT)
+_DEFAULT_HANDLER = signal.default_int_handler
 
 
 # ----------------------------------------------------------------------------- the two paths
@@ -199,9 +207,9 @@ class _Map:
 
     __slots__ = ("buffer", "size", "done", "failed", "promise")
 
-    def __init__(self, buffer, size: int):
+    def __init__(self, buffer, size: int, done: bool = False):
         self.buffer, self.size = buffer, size
-        self.done, self.failed, self.promise = False, False, None
+        self.done, self.failed, self.promise = done, False, None
 
 
 class _Public:
@@ -219,15 +227,13 @@ class _Public:
         self.device.queue.submit(command_buffers)
         return None
 
-    def write(self, buffer, offset: int, data: memoryview) -> None:
-        self.device.queue.write_buffer(buffer, offset, data)
-
     def start_map(self, m: _Map, write: bool) -> None:
         m.promise = m.buffer.map_async(wgpu.MapMode.WRITE if write else wgpu.MapMode.READ, 0, m.size)
 
     def wait(self, m: _Map, ticket) -> None:
-        m.promise.sync_wait()
-        m.done = True
+        if not m.done:
+            m.promise.sync_wait()
+            m.done = True
 
     def mapped(self, m: _Map) -> np.ndarray:
         """The mapped bytes as a writable uint8 array, valid until ``unmap``."""
@@ -318,9 +324,6 @@ class _Native:
             for c in command_buffers:
                 self.lib.wgpuCommandBufferRelease(c)
         return self.ffi.new("WGPUSubmissionIndex *", index)
-
-    def write(self, buffer, offset: int, data: memoryview) -> None:
-        self.libf.wgpuQueueWriteBuffer(self.queue, buffer._internal, offset, self.ffi.from_buffer(data), data.nbytes)
 
     def start_map(self, m: _Map, write: bool) -> None:
         lib, key = self.lib, id(m)
@@ -463,6 +466,11 @@ class Runner:
         self._pending: list = []
         self._pending_bytes = 0
         self._staging: dict[int, list] = defaultdict(list)  # MAP_READ buffers by size
+        # MAP_WRITE staging for small writes, by size class: maps that land once the GPU has
+        # copied out; those used by pending work are mapped again after their submit
+        self._writes: dict[int, list] = defaultdict(list)
+        self._writes_bytes = 0
+        self._remap: list = []
         self._pool: dict[int, list] = defaultdict(list)  # freed small storage buffers by size
         self._pool_bytes = 0
         self._rings: dict[bool, list] = {}  # MAP_WRITE (True) and MAP_READ (False) rings
@@ -470,9 +478,7 @@ class Runner:
         # every buffer this runner made and has not destroyed (buffers dropped with an object
         # that was collected leave on their own): what held_bytes counts
         self._live: weakref.WeakSet = weakref.WeakSet()
-        # Called when memory runs short, each returning whether it gave buffers back (the
-        # device registers one that drops the buffers its operators keep between calls).
-        self.reclaimers: list = []
+
         self._lost: str | None = None
         # Transfer sizes (module defaults; the tests shrink them to reach every path)
         self.ring_chunk, self.ring_depth, self.stream_above = RING_CHUNK, RING_DEPTH, STREAM_ABOVE
@@ -528,16 +534,8 @@ class Runner:
             if self._lost is not None and self._lost.startswith("was closed"):
                 return
             self._lost = "was closed"
-            self._pending = []
-            for kept in (self._staging, self._pool):
-                for buffers in kept.values():
-                    for b in buffers:
-                        b.destroy()
-                kept.clear()
-            for ring in self._rings.values():
-                for b, _ in ring:
-                    b.destroy()
-            self._rings.clear()
+            self._pending, self._remap = [], []
+            self._take_kept()  # the device's destroy below destroys them all
             self._pipelines.clear()
             if self._copier is not None:
                 self._copier.shutdown(wait=True)
@@ -574,16 +572,18 @@ class Runner:
     def pipeline_count(self) -> int:
         return len(self._pipelines)
 
-    def _create(self, size: int, usage):
-        """A new buffer, counted; running out of memory raises ``GPUMemoryError``."""
+    def _create(self, size: int, usage, mapped: bool = False):
+        """A new buffer (``mapped``: at creation), counted; running out of memory raises
+        ``GPUMemoryError``."""
         with self._lock:
             self.check()
-            if self.memory_limit is not None and self.held_bytes + size > self.memory_limit:
+            limited = self.memory_limit is not None and usage & wgpu.BufferUsage.STORAGE
+            if limited and self.held_bytes + size > self.memory_limit:
                 self._drop_kept()
-            if self.memory_limit is not None and self.held_bytes + size > self.memory_limit:
+            if limited and self.held_bytes + size > self.memory_limit:
                 raise self._memory_error(size, f"the limit set for this device is {self.memory_limit} bytes")
             try:
-                buffer = self.device.create_buffer(size=size, usage=usage)
+                buffer = self.device.create_buffer(size=size, usage=usage, mapped_at_creation=mapped)
             except wgpu.GPUError as err:
                 error = self._gpu_error(err)
                 if isinstance(error, DeviceLostError):
@@ -591,7 +591,7 @@ class Runner:
                 if not self._drop_kept():
                     raise self._memory_error(size, str(err).strip().splitlines()[-1].strip()) from None
                 try:  # kept buffers were given back: once more
-                    buffer = self.device.create_buffer(size=size, usage=usage)
+                    buffer = self.device.create_buffer(size=size, usage=usage, mapped_at_creation=mapped)
                 except wgpu.GPUError as again:
                     raise self._memory_error(size, str(again).strip().splitlines()[-1].strip()) from None
             self._live.add(buffer)
@@ -599,14 +599,21 @@ class Runner:
 
     @property
     def held_bytes(self) -> int:
-        """Bytes of the buffers this runner holds now: tensors, scratch, pools, staging."""
+        """Bytes of GPU memory this runner holds now: tensors, scratch and the storage pool
+        (staging buffers live in host memory and are not counted)."""
         with self._lock:
-            return sum(b.size for b in list(self._live))
+            return sum(b.size for b in list(self._live) if b.usage & wgpu.BufferUsage.STORAGE)
 
     def _destroy(self, buffer) -> None:
-        """Destroy a buffer this runner made (its memory goes once the GPU is done with it)."""
-        self._live.discard(buffer)
-        buffer.destroy()
+        """Destroy a buffer this runner made (its memory goes once the GPU is done with it).
+
+        Recorded work is submitted first: it may use the buffer, and wgpu-native aborts the
+        process when a submit refers to a destroyed buffer."""
+        with self._lock:
+            if self._pending:
+                self._submit()
+            self._live.discard(buffer)
+            buffer.destroy()
 
     def _memory_error(self, size: int, why: str) -> GPUMemoryError:
         return GPUMemoryError(
@@ -618,21 +625,21 @@ class Runner:
         """Give back the buffers kept for reuse (pools, staging, rings); whether any were."""
         with self._lock:
             dropped = False
-            for reclaim in self.reclaimers:  # first: what they give back may land in the pool
-                dropped = reclaim() or dropped
-            for kept in (self._pool, self._staging):
-                for buffers in kept.values():
-                    for b in buffers:
-                        self._destroy(b)
-                        dropped = True
-                kept.clear()
-            self._pool_bytes = 0
-            for ring in self._rings.values():
-                for b, _ in ring:
-                    self._destroy(b)
-                    dropped = True
-            self._rings.clear()
+            for buffer in self._take_kept():
+                self._destroy(buffer)
+                dropped = True
             return dropped
+
+    def _take_kept(self) -> list:
+        """Every buffer kept for reuse (storage pool, read and write staging, rings), taken out
+        of the pools. A write staging buffer may be mid-map: destroying it cancels the map."""
+        buffers = [b for kept in (self._pool, self._staging) for bs in kept.values() for b in bs]
+        buffers += [m.buffer for ms in self._writes.values() for m in ms]
+        buffers += [b for ring in self._rings.values() for b, _ in ring]
+        for kept in (self._pool, self._staging, self._writes, self._rings):
+            kept.clear()
+        self._pool_bytes = self._writes_bytes = 0
+        return buffers
 
     def storage(self, nbytes: int, data=None):
         """A storage buffer of at least ``nbytes``, optionally filled.
@@ -739,14 +746,27 @@ class Runner:
                 self._submit()
 
     def _submit(self, extra=()):
-        """Submit the pending command buffers (and ``extra``); the submission's ticket."""
+        """Submit the pending command buffers (and ``extra``); the submission's ticket. The
+        write staging buffers they copy out of are mapped again, for reuse once it is done."""
         buffers, self._pending, self._pending_bytes = self._pending + list(extra), [], 0
+        remap, self._remap = self._remap, []
         if not buffers:
             return None
         try:
-            return self.path.submit(buffers)
+            ticket = self.path.submit(buffers)
         except wgpu.GPUError as err:
+            for m in remap:
+                self._destroy(m.buffer)
             raise self._gpu_error(err) from None
+        for m in remap:
+            again = _Map(m.buffer, m.size)
+            self.path.start_map(again, write=True)
+            if self._writes_bytes + m.size <= _POOL_BYTES:
+                self._writes[m.size].append(again)
+                self._writes_bytes += m.size
+            else:  # destroyed once the copy is done; its map is then cancelled
+                self._destroy(m.buffer)
+        return ticket
 
     def flush(self) -> None:
         """Submit the recorded work."""
@@ -757,27 +777,42 @@ class Runner:
     def write(self, buffer, data, offset: int = 0) -> None:
         """Write bytes into a buffer at ``offset``, padding the tail to 4 bytes.
 
-        Recorded work is submitted first: a queue write lands before the next submit's
-        commands, so it must not overtake passes recorded earlier that read the buffer.
+        Small writes are copied into a reused staging buffer that is already mapped, and the
+        GPU's copy out of it is recorded like any other work (in order with it, and submitted
+        with the next read); the staging buffer is mapped again once that copy is done.
         Large writes stream through the staging ring (``upload``).
         """
         raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
         if raw.nbytes > self.stream_above:
             self.upload(buffer, raw, offset)
             return
-        whole = raw.nbytes & ~3
+        size = (raw.nbytes + 3) & ~3
+        kept_size = max(256, 1 << (size - 1).bit_length())  # size classes: few pools, at most 2x
         with self._lock:
             self.check()
-            self._submit()
-            try:
-                if whole:
-                    self.path.write(buffer, offset, memoryview(raw[:whole]))
-                if whole != raw.nbytes:
-                    tail = np.zeros(4, np.uint8)
-                    tail[:raw.nbytes - whole] = raw[whole:]
-                    self.path.write(buffer, offset + whole, memoryview(tail))
-            except wgpu.GPUError as err:
+            kept = self._writes.get(kept_size)
+            if kept:
+                m = kept.pop()
+                self._writes_bytes -= kept_size
+            else:
+                m = _Map(self._create(kept_size, _MAP_WRITE, mapped=True), kept_size, done=True)
+        try:
+            self.path.wait(m, None)  # mapped again once the GPU has copied out of it
+            view = self.path.mapped(m)
+            view[:raw.nbytes] = raw
+            view[raw.nbytes:size] = 0
+            del view
+            with self._lock:
+                self.check()
+                self.path.unmap(m)
+                self._pending.append(self._record((), copies=[(m.buffer, 0, buffer, offset, size)]))
+                self._remap.append(m)
+        except BaseException as err:
+            with self._lock:
+                self._destroy(m.buffer)
+            if isinstance(err, wgpu.GPUError):
                 raise self._gpu_error(err) from None
+            raise
 
     # ------------------------------------------------------------------ large transfers
 
