@@ -18,7 +18,7 @@ from .errors import DataError
 from .pieces import Schedule, buffer_spans, schedule
 from .plan import Plan, Tuning
 from .runner import Runner, adapter_summary
-from .types import FeatureLevel, NanMode
+from .types import DEFAULT_FEATURE_LEVEL, FeatureLevel, NanMode
 from .wgsl import params_words, shader_sources
 
 
@@ -219,7 +219,7 @@ class CompiledOperator:
 class Device:
     """One adapter opened for these operators (DirectML's IDMLDevice)."""
 
-    def __init__(self, adapter: str | None = None, *, feature_level="4.1", int64: bool | None = None,
+    def __init__(self, adapter: str | None = None, *, feature_level=DEFAULT_FEATURE_LEVEL, int64: bool | None = None,
                  tuning: Tuning = Tuning(), smaller: dict | None = None):
         """``adapter``: a substring of the adapter's name (default: ``DMLGPU_ADAPTER``, else
         the high-performance adapter). ``int64=False`` forces the 32-bit-word path for
