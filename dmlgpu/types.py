@@ -275,7 +275,27 @@ def first_level(operator: str, accepts) -> FeatureLevel | None:
 
 
 def describe(support: Support) -> tuple[str, str, str]:
-    """(input types, output types, dimensions) in words, as the README and ``dmlgpu info`` show them."""
+    """(input types, output types, dimensions) in words, as errors and ``dmlgpu info`` show them."""
     outputs = "the input's type" if support.output_is_input_type else ", ".join(t.name for t in support.outputs)
     low, high = support.dimensions
     return ", ".join(t.name for t in support.inputs), outputs, str(low) if low == high else f"{low} to {high}"
+
+
+def level_table() -> list[dict]:
+    """Every DirectML feature level with the modelled level it behaves as and what each
+    operator takes there: what ``dmlgpu info`` shows."""
+    table = []
+    for level in FeatureLevel:
+        operators = {}
+        for operator in OPERATOR_SUPPORT:
+            support = support_at(operator, level)
+            if support is not None:
+                operators[operator] = {
+                    "input_types": [t.name for t in support.inputs],
+                    "output_types": [t.name for t in support.outputs],
+                    "output_is_input_type": support.output_is_input_type,
+                    "dimensions": list(support.dimensions),
+                }
+        table.append({"level": level.value, "name": level.directml_name, "behaves_as": level.modelled.value,
+                      "operators": operators})
+    return table

@@ -1,5 +1,6 @@
 """Feature levels (SPEC.md section 3, issue 13): which operators, types and dimension counts
-each DirectML feature level has, checked at every boundary without a GPU.
+each DirectML feature level has, checked at every boundary without a GPU; ``dmlgpu info``
+against the one table in ``types.py``.
 
 A boundary is tested both ways: the descriptor is accepted at the level it needs and at
 every level above, and refused at the level just below (with a message naming the field or
@@ -8,10 +9,12 @@ the operator, the value and the level needed) and at every level below that.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
+from dmlgpu import cli
 from dmlgpu.desc import (
     ActivationHardmax1OperatorDesc,
     ActivationHardmaxOperatorDesc,
@@ -27,6 +30,7 @@ from dmlgpu.types import (
     OPERATOR_SUPPORT,
     FeatureLevel,
     introduced,
+    level_table,
 )
 
 L = FeatureLevel
@@ -168,3 +172,46 @@ def test_argmax_below_3_0_names_the_operator_at_each_level():
         with pytest.raises(DescriptorError, match=rx(f"ARGMAX needs feature level 3.0, but the device's "
                                                      f"feature_level is {level.value}")):
             ArgMaxOperatorDesc(t(sizes=RANK4), axes=[0]).check_feature_level(level.directml_name)
+
+
+# --- ``dmlgpu info`` says what the table in types.py says ------------------------------
+
+def test_info_lists_each_level_with_its_operators(capsys):
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    section = out[out.index("feature levels"):].splitlines()
+    assert section[0] == f"feature levels (Device(feature_level=...); the default is {DEFAULT_FEATURE_LEVEL.value}):"
+    assert "  3.0 (also 3.1, 4.0, which behave as 3.0)" in section
+    assert "  5.1 (also 5.2, 6.0, 6.1, 6.2, 6.3, 6.4, which behave as 5.1)" in section
+    at_2_1 = section[section.index("  2.1") + 1:section.index("  3.0 (also 3.1, 4.0, which behave as 3.0)")]
+    assert at_2_1 == [
+        "    REDUCE: FLOAT32, FLOAT16, UINT32, UINT16, UINT8, INT32, INT16, INT8 -> UINT32; 4 dimensions",
+        "    ACTIVATION_HARDMAX: FLOAT32, FLOAT16 -> the input's type; 4 to 5 dimensions",
+    ]
+    assert section[-1] == ("    ACTIVATION_HARDMAX, ACTIVATION_HARDMAX1: FLOAT32, FLOAT16 -> the input's type; "
+                           "1 to 8 dimensions")
+
+
+def test_info_json_keeps_the_adapters_and_adds_the_levels(capsys):
+    assert cli.main(["info", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) == {"adapters", "feature_levels"}
+    assert report["adapters"] and all("device" in a and "limits" in a for a in report["adapters"])
+    levels = report["feature_levels"]
+    assert levels["default"] == "5.1"
+    assert levels["levels"] == level_table()
+    by_level = {entry["level"]: entry for entry in levels["levels"]}
+    assert list(by_level) == [level.value for level in FeatureLevel]
+    assert by_level["5.0"]["behaves_as"] == "4.1" and by_level["5.0"]["name"] == "DML_FEATURE_LEVEL_5_0"
+    assert "ACTIVATION_HARDMAX1" not in by_level["5.0"]["operators"]
+    assert by_level["5.1"]["operators"]["ACTIVATION_HARDMAX1"] == {
+        "input_types": ["FLOAT32", "FLOAT16"], "output_types": ["FLOAT32", "FLOAT16"],
+        "output_is_input_type": True, "dimensions": [1, 8]}
+    assert set(by_level["2.1"]["operators"]) == {"REDUCE", "ACTIVATION_HARDMAX"}
+    assert "INT64" in by_level["4.1"]["operators"]["ARGMAX"]["input_types"]
+    assert "INT64" not in by_level["4.0"]["operators"]["ARGMAX"]["input_types"]
+
+
+def test_list_adapters_shows_only_adapters(capsys):
+    assert cli.main(["bench", "--list-adapters"]) == 0
+    assert "feature levels" not in capsys.readouterr().out
