@@ -275,7 +275,7 @@ def first_level(operator: str, accepts) -> FeatureLevel | None:
 
 
 def describe(support: Support) -> tuple[str, str, str]:
-    """(input types, output types, dimensions) in words, as errors and ``dmlgpu info`` show them."""
+    """(input types, output types, dimensions) in words: errors, the README, ``dmlgpu info``."""
     outputs = "the input's type" if support.output_is_input_type else ", ".join(t.name for t in support.outputs)
     low, high = support.dimensions
     return ", ".join(t.name for t in support.inputs), outputs, str(low) if low == high else f"{low} to {high}"
@@ -299,3 +299,15 @@ def level_table() -> list[dict]:
         table.append({"level": level.value, "name": level.directml_name, "behaves_as": level.modelled.value,
                       "operators": operators})
     return table
+
+
+def support_changes() -> list[tuple[FeatureLevel, tuple[str, ...], Support]]:
+    """(level, operators, what they take from it on), one entry per table that starts at a
+    level, operators with the same table grouped: the rows of the README's table."""
+    grouped: dict[tuple[FeatureLevel, Support], tuple[str, ...]] = {}
+    for level in MODELLED_LEVELS:
+        for operator, tables in OPERATOR_SUPPORT.items():
+            if level in tables:
+                key = (level, tables[level])
+                grouped[key] = grouped.get(key, ()) + (operator,)
+    return [(level, operators, support) for (level, support), operators in grouped.items()]

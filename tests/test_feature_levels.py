@@ -1,6 +1,6 @@
 """Feature levels (SPEC.md section 3, issue 13): which operators, types and dimension counts
-each DirectML feature level has, checked at every boundary without a GPU; ``dmlgpu info``
-against the one table in ``types.py``.
+each DirectML feature level has, checked at every boundary without a GPU; the README's
+table and ``dmlgpu info`` against the one table in ``types.py``.
 
 A boundary is tested both ways: the descriptor is accepted at the level it needs and at
 every level above, and refused at the level just below (with a message naming the field or
@@ -10,6 +10,7 @@ the operator, the value and the level needed) and at every level below that.
 from __future__ import annotations
 
 import json
+import pathlib
 import re
 
 import pytest
@@ -29,11 +30,14 @@ from dmlgpu.types import (
     MODELLED_LEVELS,
     OPERATOR_SUPPORT,
     FeatureLevel,
+    describe,
     introduced,
     level_table,
+    support_changes,
 )
 
 L = FeatureLevel
+README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
 
 def rx(*parts: str) -> str:
@@ -174,7 +178,28 @@ def test_argmax_below_3_0_names_the_operator_at_each_level():
             ArgMaxOperatorDesc(t(sizes=RANK4), axes=[0]).check_feature_level(level.directml_name)
 
 
-# --- ``dmlgpu info`` says what the table in types.py says ------------------------------
+# --- the README's table and ``dmlgpu info`` say what the table in types.py says --------
+
+def _row(level, operators, support) -> str:
+    return f"| {level.value} | {', '.join(operators)} | {' | '.join(describe(support))} |"
+
+
+def test_readme_table_is_the_table_in_types():
+    lines = README.read_text().splitlines()
+    header = lines.index("| from feature level | operators | input types | output types | dimensions |")
+    rows = []
+    for line in lines[header + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    assert rows == [_row(*change) for change in support_changes()]
+
+
+def test_readme_names_the_default_and_the_levels():
+    text = README.read_text()
+    assert f"the default is {DEFAULT_FEATURE_LEVEL.value}" in text
+    assert "DML_FEATURE_LEVEL_6_4" in text
+
 
 def test_info_lists_each_level_with_its_operators(capsys):
     assert cli.main(["info"]) == 0
