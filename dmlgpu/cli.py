@@ -55,17 +55,41 @@ def demo(device) -> int:
     return 1 if failures else 0
 
 
-def info(as_json: bool) -> int:
-    """List every adapter with its limits and features."""
+def feature_level_lines() -> list[str]:
+    """Each modelled feature level with the operators it has and what they take, grouped."""
+    from .types import DEFAULT_FEATURE_LEVEL, MODELLED_LEVELS, OPERATOR_SUPPORT, FeatureLevel, describe, support_at
+
+    lines = [f"feature levels (Device(feature_level=...); the default is {DEFAULT_FEATURE_LEVEL.value}):"]
+    for level in MODELLED_LEVELS:
+        alike = [other.value for other in FeatureLevel if other.modelled is level and other is not level]
+        also = f" (also {', '.join(alike)}, which behave as {level.value})" if alike else ""
+        lines.append(f"  {level.value}{also}")
+        groups: dict = {}
+        for operator in OPERATOR_SUPPORT:
+            support = support_at(operator, level)
+            if support is not None:
+                groups.setdefault(support, []).append(operator)
+        for support, operators in groups.items():
+            inputs, outputs, dimensions = describe(support)
+            lines.append(f"    {', '.join(operators)}: {inputs} -> {outputs}; {dimensions} dimensions")
+    return lines
+
+
+def info(as_json: bool, levels: bool = True) -> int:
+    """List every adapter with its limits and features, then (``levels``) the feature levels
+    with the operators and types each has."""
     from .runner import adapter_summary, adapters
+    from .types import DEFAULT_FEATURE_LEVEL, level_table
 
     summaries = [adapter_summary(a) for a in adapters()]
     if as_json:
-        print(json.dumps(summaries, indent=2))
+        report = {"adapters": summaries}
+        if levels:
+            report["feature_levels"] = {"default": DEFAULT_FEATURE_LEVEL.value, "levels": level_table()}
+        print(json.dumps(report, indent=2))
         return 0
     if not summaries:
         print("no adapters found")
-        return 1
     keys = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension",
             "max-compute-invocations-per-workgroup", "max-compute-workgroup-storage-size")
     for s in summaries:
@@ -73,7 +97,10 @@ def info(as_json: bool) -> int:
         for k in keys:
             print(f"  {k}: {s['limits'].get(k)}")
         print(f"  features: {', '.join(s['features'])}")
-    return 0
+    if levels:
+        print()
+        print("\n".join(feature_level_lines()))
+    return 0 if summaries else 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -82,7 +109,8 @@ def _parser() -> argparse.ArgumentParser:
                                           "else the high-performance adapter)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run SPEC.md's worked examples against the oracle")
-    p_info = sub.add_parser("info", help="list the adapters with their limits and features")
+    p_info = sub.add_parser("info", help="list the adapters with their limits and features, and the feature "
+                                         "levels with the operators and types each has")
     p_info.add_argument("--json", action="store_true", help="print JSON")
     p_bench = sub.add_parser("bench", help="time the operators beside the read ceiling (and torch, if present)")
     p_bench.add_argument("--quick", action="store_true", help="the short suite (small inputs; for lavapipe)")
@@ -98,7 +126,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "info" or getattr(args, "list_adapters", False):
-            return info(getattr(args, "json", False) is True)
+            return info(getattr(args, "json", False) is True, levels=args.command == "info")
         from .device import Device
 
         device = Device(args.adapter)

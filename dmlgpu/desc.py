@@ -16,8 +16,9 @@ Deviations from DirectML, all deliberate:
 - ``output_tensor`` may be left out (``None``): it is then inferred, packed, with the
   input's type for HARDMAX and UINT32 for the index operators.
 - A descriptor checks every rule of SPEC.md sections 1-4 when it is constructed, so an
-  invalid descriptor cannot exist. The feature-level rule for 64-bit inputs depends on
-  the device and is checked by ``check_feature_level`` when an operator is compiled.
+  invalid descriptor cannot exist. What depends on the device's feature level (whether the
+  operator exists there, and the types and dimension counts it takes: ``OPERATOR_SUPPORT``
+  in ``types.py``) is checked by ``check_feature_level`` when an operator is compiled.
 
 Every descriptor lowers to an ``ArgReduction``, the one form the planner and the oracle
 read.
@@ -32,7 +33,6 @@ from typing import Optional, Sequence
 
 from .errors import DescriptorError
 from .types import (
-    ARG_INPUT_TYPES,
     HARDMAX_TYPES,
     INDEX_TYPE_CAPACITY,
     MAX_ELEMENTS,
@@ -43,6 +43,10 @@ from .types import (
     NanMode,
     ReduceFunction,
     TensorFlags,
+    describe,
+    first_level,
+    introduced,
+    support_at,
 )
 
 
@@ -328,7 +332,7 @@ class _IndexOperatorDesc:
         )
 
     def check_feature_level(self, level) -> None:
-        _check_input_type_at(self.input_tensor, FeatureLevel.parse(level))
+        _check_at_level(self._type_name, self.input_tensor, self.output_tensor, level)
 
     def to_json(self) -> dict:
         return {
@@ -362,7 +366,6 @@ def _tensors_and_axes_json(desc) -> dict:
 
 
 def _check_index_operator(inp: TensorDesc, out: TensorDesc, axes: tuple[int, ...]) -> None:
-    _check_input_type_at(inp, FeatureLevel.FL_4_1)
     if out.data_type not in INDEX_TYPE_CAPACITY:
         raise DescriptorError(
             f"output_tensor.data_type is {out.data_type.name}, but it must be one of "
@@ -379,12 +382,38 @@ def _check_index_operator(inp: TensorDesc, out: TensorDesc, axes: tuple[int, ...
         )
 
 
-def _check_input_type_at(inp: TensorDesc, level: FeatureLevel) -> None:
-    allowed = ARG_INPUT_TYPES[level]
-    if inp.data_type not in allowed:
+def _check_at_level(operator: str, inp: TensorDesc, out: TensorDesc, level) -> None:
+    """Refuse what ``operator`` does not take at ``level``: the operator itself below the level
+    it appeared at, then input type, output type and dimension count (``OPERATOR_SUPPORT``)."""
+    level = FeatureLevel.parse(level, "feature_level")
+    support = support_at(operator, level)
+    if support is None:
         raise DescriptorError(
-            f"input_tensor.data_type is {inp.data_type.name}, but at feature level {level.value} "
-            f"it must be one of {', '.join(t.name for t in allowed)}"
+            f"{operator} needs feature level {introduced(operator).value}, but the device's "
+            f"feature_level is {level.value}"
+        )
+
+    def from_level(accepts) -> str:
+        first = first_level(operator, accepts)
+        return f" (from feature level {first.value})" if first else ""
+
+    at = f"{operator} at feature level {level.value}"
+    inputs, outputs, dimensions = describe(support)
+    if inp.data_type not in support.inputs:
+        raise DescriptorError(
+            f"input_tensor.data_type is {inp.data_type.name}, but {at} takes {inputs}"
+            f"{from_level(lambda s: inp.data_type in s.inputs)}"
+        )
+    if not support.output_is_input_type and out.data_type not in support.outputs:
+        raise DescriptorError(
+            f"output_tensor.data_type is {out.data_type.name}, but {at} writes {outputs}"
+            f"{from_level(lambda s: out.data_type in s.outputs)}"
+        )
+    low, high = support.dimensions
+    if not low <= inp.rank <= high:
+        raise DescriptorError(
+            f"input_tensor has {inp.rank} dimensions, but {at} takes {dimensions}"
+            f"{from_level(lambda s: s.dimensions[0] <= inp.rank <= s.dimensions[1])}"
         )
 
 
@@ -455,7 +484,7 @@ class ActivationHardmax1OperatorDesc:
         )
 
     def check_feature_level(self, level) -> None:
-        FeatureLevel.parse(level)  # HARDMAX's types are the same at every level
+        _check_at_level("ACTIVATION_HARDMAX1", self.input_tensor, self.output_tensor, level)
 
     def to_json(self) -> dict:
         return {
@@ -490,7 +519,7 @@ class ActivationHardmaxOperatorDesc:
         ).lower()
 
     def check_feature_level(self, level) -> None:
-        FeatureLevel.parse(level)
+        _check_at_level("ACTIVATION_HARDMAX", self.input_tensor, self.output_tensor, level)
 
     def to_json(self) -> dict:
         return {
@@ -532,7 +561,7 @@ class ReduceOperatorDesc:
         return self._index_desc().lower()
 
     def check_feature_level(self, level) -> None:
-        self._index_desc().check_feature_level(level)
+        _check_at_level("REDUCE", self.input_tensor, self.output_tensor, level)
 
     def to_json(self) -> dict:
         return {

@@ -25,7 +25,7 @@ from .errors import DataError, GPUMemoryError
 from .pieces import Schedule, buffer_spans, schedule
 from .plan import Plan, Tuning
 from .runner import Runner, adapter_summary, interrupts_held
-from .types import FeatureLevel, NanMode
+from .types import DEFAULT_FEATURE_LEVEL, FeatureLevel, NanMode
 from .wgsl import params_words, shader_sources
 
 
@@ -333,7 +333,7 @@ class Device:
     using it afterwards raises ``DeviceLostError``, as does a device the GPU lost.
     """
 
-    def __init__(self, adapter: str | None = None, *, feature_level="4.1", int64: bool | None = None,
+    def __init__(self, adapter: str | None = None, *, feature_level=DEFAULT_FEATURE_LEVEL, int64: bool | None = None,
                  tuning: Tuning = Tuning(), smaller: dict | None = None):
         """``adapter``: a substring of the adapter's name (default: ``DMLGPU_ADAPTER``, else
         the high-performance adapter). ``int64=False`` forces the 32-bit-word path for

@@ -300,6 +300,9 @@ def test_flag_spellings(spelling, member):
     ("3.0", FeatureLevel.FL_3_0), (3.0, FeatureLevel.FL_3_0), (3, FeatureLevel.FL_3_0),
     ("DML_FEATURE_LEVEL_3_0", FeatureLevel.FL_3_0), (FeatureLevel.FL_3_0, FeatureLevel.FL_3_0),
     ("4.1", FeatureLevel.FL_4_1), (4.1, FeatureLevel.FL_4_1), ("DML_FEATURE_LEVEL_4_1", FeatureLevel.FL_4_1),
+    ("5.1", FeatureLevel.FL_5_1), (5.1, FeatureLevel.FL_5_1), ("DML_FEATURE_LEVEL_5_1", FeatureLevel.FL_5_1),
+    ("5_1", FeatureLevel.FL_5_1), (0x5100, FeatureLevel.FL_5_1), (" dml_feature_level_2_1 ", FeatureLevel.FL_2_1),
+    (1, FeatureLevel.FL_1_0), (0x6400, FeatureLevel.FL_6_4),
 ])
 def test_feature_level_spellings(spelling, member):
     assert FeatureLevel.parse(spelling) is member
@@ -310,7 +313,8 @@ def test_feature_level_spellings(spelling, member):
     (AxisDirection, "axis_direction", "DML_AXIS_DIRECTION_UP", "INCREASING, DECREASING"),
     (ReduceFunction, "function", "ARGMEDIAN", "ARGMAX, ARGMIN"),
     (TensorFlags, "flags", "DML_TENSOR_FLAG_FOO", "NONE, OWNED_BY_DML"),
-    (FeatureLevel, "feature_level", "2.0", "FL_3_0, FL_4_1"),
+    (FeatureLevel, "feature_level", "7.0", "1.0, 2.0, 2.1, 3.0, 3.1, 4.0, 4.1, 5.0, 5.1, 5.2, 6.0, 6.1, 6.2, 6.3, 6.4"),
+    (FeatureLevel, "feature_level", "DML_FEATURE_LEVEL_0_9", "1.0, 2.0"),
 ])
 def test_unknown_enum_spelling(enum_cls, field, value, choices):
     with pytest.raises(DescriptorError, match=rx(f"{field} is ", value, choices)):
@@ -520,12 +524,13 @@ def test_uint32_holds_every_tensor():
 
 @pytest.mark.parametrize("make", INDEX_OPS, ids=OP_IDS)
 @pytest.mark.parametrize("in_type", ALL_TYPES)
-@pytest.mark.parametrize("level", ["3.0", "4.1", "DML_FEATURE_LEVEL_3_0", 4.1])
+@pytest.mark.parametrize("level", ["3.0", "4.0", "4.1", "DML_FEATURE_LEVEL_3_0", 4.1, "5.0", "6.4"])
 def test_feature_level(make, in_type, level):
     desc = make(t(in_type, (2, 3)), axes=[1])
-    if FeatureLevel.parse(level) is FeatureLevel.FL_3_0 and in_type in ("INT64", "UINT64"):
-        with pytest.raises(DescriptorError, match=rx(f"input_tensor.data_type is {in_type}", "feature level 3.0",
-                                                     "FLOAT32", "INT8")):
+    if FeatureLevel.parse(level) < FeatureLevel.FL_4_1 and in_type in ("INT64", "UINT64"):
+        with pytest.raises(DescriptorError, match=rx(f"input_tensor.data_type is {in_type}",
+                                                     f"feature level {FeatureLevel.parse(level).value}",
+                                                     "FLOAT32", "INT8", "(from feature level 4.1)")):
             desc.check_feature_level(level)
     else:
         desc.check_feature_level(level)
@@ -535,17 +540,18 @@ def test_feature_level(make, in_type, level):
                          ids=["hardmax1", "hardmax"])
 @pytest.mark.parametrize("in_type", ["FLOAT32", "FLOAT16"])
 def test_hardmax_feature_levels(make, in_type):
+    """Both types at every level the operator has (tests/test_feature_levels.py: the levels)."""
     desc = make(t(in_type, (2, 3)), axes=[1])
-    desc.check_feature_level("3.0")
-    desc.check_feature_level("4.1")
+    desc.check_feature_level("5.1")
+    desc.check_feature_level("6.4")
     with pytest.raises(DescriptorError, match=rx("feature_level is '9.9'")):
         desc.check_feature_level("9.9")
 
 
 @pytest.mark.parametrize("make", INDEX_OPS, ids=OP_IDS)
 def test_unknown_feature_level(make):
-    with pytest.raises(DescriptorError, match=rx("feature_level is '5.0'", "FL_3_0, FL_4_1")):
-        make(t(), axes=[0]).check_feature_level("5.0")
+    with pytest.raises(DescriptorError, match=rx("feature_level is '5.3'", "1.0, 2.0", "6.4")):
+        make(t(), axes=[0]).check_feature_level("5.3")
 
 
 # --- section 3: HARDMAX1 and HARDMAX ------------------------------------------------------

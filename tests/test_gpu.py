@@ -8,6 +8,7 @@ that differ only below bit 53's reach of a double).
 from __future__ import annotations
 
 import itertools
+import re
 import zlib
 
 import numpy as np
@@ -17,8 +18,15 @@ from hypothesis import strategies as st
 
 import dmlgpu
 from dmlgpu import layout, oracle
-from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
-from dmlgpu.types import DataType
+from dmlgpu.desc import (
+    ActivationHardmax1OperatorDesc,
+    ActivationHardmaxOperatorDesc,
+    ArgMaxOperatorDesc,
+    ArgMinOperatorDesc,
+    ReduceOperatorDesc,
+    TensorDesc,
+)
+from dmlgpu.types import DEFAULT_FEATURE_LEVEL, DataType, FeatureLevel
 
 FLOATS = (DataType.FLOAT32, DataType.FLOAT16)
 INDEX_TYPES = ("uint32", "int32", "uint64", "int64")
@@ -438,6 +446,84 @@ def test_feature_level_3_0_refuses_64_bit_inputs():
     with pytest.raises(dmlgpu.DescriptorError, match=r"input_tensor.data_type is UINT64.*feature level 3.0"):
         old.compile(desc)
     assert old.compile(ArgMaxOperatorDesc(TensorDesc("UINT32", (4,)), axes=[0]))(np.arange(4, dtype=np.uint32)).item() == 3
+
+
+# --- feature levels (SPEC.md section 3): refused at compile below the level, run at it ------
+
+def test_default_device_has_the_highest_modelled_level(device):
+    """Every operator works out of the box: HARDMAX1, the newest, on the default device."""
+    assert device.feature_level is DEFAULT_FEATURE_LEVEL is FeatureLevel.FL_5_1
+    assert dmlgpu.default_device().feature_level is FeatureLevel.FL_5_1
+    assert dmlgpu.hardmax(CUBE, (0, 2)).tolist() == [[[0, 0], [0, 1]], [[0, 1], [0, 0]]]
+    desc = ActivationHardmax1OperatorDesc(TensorDesc("FLOAT32", (2, 2, 2)), axes=[1])
+    assert device.compile(desc)(CUBE).tolist() == [[[1, 0], [0, 1]], [[1, 1], [0, 0]]]
+
+
+@pytest.mark.parametrize("spelling", ["5.0", 5.0, "DML_FEATURE_LEVEL_5_0", 0x5000, FeatureLevel.FL_5_0])
+def test_device_reports_the_level_asked_for(spelling):
+    """5.0 is no modelled level: the device says 5.0 and behaves as 4.1."""
+    between = dmlgpu.Device(feature_level=spelling)
+    assert between.feature_level is FeatureLevel.FL_5_0
+    assert between.feature_level.modelled is FeatureLevel.FL_4_1
+    assert "feature_level='5.0'" in repr(between)
+
+
+def _int64_row():
+    return np.array([3, 2**60 + 1, -5, 2**60 + 1, 7], np.int64)
+
+
+#: (descriptor, input, the level it needs, the level just below, the error there)
+GPU_BOUNDARIES = {
+    "ARGMAX": (ArgMaxOperatorDesc(TensorDesc("FLOAT32", (3, 3)), axes=[0]), GRID, "3.0", "2.1",
+               "ARGMAX needs feature level 3.0, but the device's feature_level is 2.1"),
+    "ARGMIN": (ArgMinOperatorDesc(TensorDesc("FLOAT32", (3, 3)), axes=[0, 1]), GRID, "3.0", "2.1",
+               "ARGMIN needs feature level 3.0, but the device's feature_level is 2.1"),
+    "ARGMAX INT64": (ArgMaxOperatorDesc(TensorDesc("INT64", (5,)), TensorDesc("INT64", (1,)), axes=[0]),
+                     _int64_row(), "4.1", "4.0", "input_tensor.data_type is INT64, but ARGMAX at feature level 4.0"),
+    "ACTIVATION_HARDMAX1": (ActivationHardmax1OperatorDesc(TensorDesc("FLOAT32", (2, 2, 2)), axes=[0, 2]), CUBE,
+                            "5.1", "5.0",
+                            "ACTIVATION_HARDMAX1 needs feature level 5.1, but the device's feature_level is 5.0"),
+    "ACTIVATION_HARDMAX rank 5": (ActivationHardmaxOperatorDesc(TensorDesc("FLOAT16", (1, 2, 1, 2, 2))),
+                                  CUBE.astype(np.float16).reshape(1, 2, 1, 2, 2), "2.0", "1.0",
+                                  "input_tensor has 5 dimensions, but ACTIVATION_HARDMAX at feature level 1.0 takes 4"),
+    "REDUCE INT8": (ReduceOperatorDesc("ARGMAX", TensorDesc("INT8", (1, 1, 3, 3)), axes=[3]),
+                    GRID.astype(np.int8).reshape(1, 1, 3, 3), "2.1", "2.0",
+                    "input_tensor.data_type is INT8, but REDUCE at feature level 2.0 takes FLOAT32, FLOAT16"),
+}
+
+
+@pytest.mark.parametrize("desc, x, needed, below, message", GPU_BOUNDARIES.values(), ids=GPU_BOUNDARIES.keys())
+def test_feature_level_boundary(desc, x, needed, below, message):
+    """One level below: refused at compile, and the device goes on to a valid call. At the
+    level: compiled and run, equal to the oracle."""
+    low = dmlgpu.Device(feature_level=below)
+    with pytest.raises(dmlgpu.DescriptorError, match=re.escape(message)):
+        low.compile(desc)
+    oldest = ActivationHardmaxOperatorDesc(TensorDesc("FLOAT32", (1, 1, 3, 3)))  # every level has it
+    assert low.compile(oldest)(GRID.reshape(1, 1, 3, 3)).tolist() == [[[[0, 0, 1], [0, 0, 1], [0, 1, 0]]]]
+    at = dmlgpu.Device(feature_level=needed)
+    assert_same(at.compile(desc)(x), oracle.evaluate(desc, x))
+
+
+def test_below_5_1_the_numpy_hardmax_is_refused_and_the_device_goes_on():
+    """dmlgpu.hardmax is ACTIVATION_HARDMAX1; the older operator covers the last axis."""
+    old = dmlgpu.Device(feature_level="DML_FEATURE_LEVEL_4_1")
+    with pytest.raises(dmlgpu.DescriptorError, match="ACTIVATION_HARDMAX1 needs feature level 5.1, but the "
+                                                    "device's feature_level is 4.1"):
+        dmlgpu.hardmax(CUBE, 2, device=old)
+    last_axis = old.compile(ActivationHardmaxOperatorDesc(TensorDesc("FLOAT32", (2, 2, 2))))(CUBE)
+    assert_same(last_axis, oracle.hardmax(CUBE, 2))
+    assert dmlgpu.argmax(_int64_row(), 0, device=old).tolist() == [1]
+
+
+def test_below_3_0_the_numpy_argmax_is_refused_and_reduce_runs():
+    """2.0 has no ARGMAX/ARGMIN; REDUCE with ARGMIN on 4 dimensions of FLOAT32 it has."""
+    old = dmlgpu.Device(feature_level=2.0)
+    for call in (dmlgpu.argmax, dmlgpu.argmin):
+        with pytest.raises(dmlgpu.DescriptorError, match=rf"{call.__name__.upper()} needs feature level 3\.0"):
+            call(GRID, 0, device=old)
+    desc = ReduceOperatorDesc("ARGMIN", TensorDesc("FLOAT32", (1, 1, 3, 3)), axes=[2])
+    assert old.compile(desc)(GRID.reshape(1, 1, 3, 3)).tolist() == [[[[0, 1, 2]]]]
 
 
 def test_adapter_choice_by_name(device):
