@@ -399,10 +399,13 @@ class Device:
         try:
             for _, nbytes in spans:
                 buffers.append(self.runner.storage(nbytes))
-        except GPUMemoryError:
+        except GPUMemoryError as err:
             for buffer in buffers:
                 self.runner.free(buffer, keep=False)
-            raise
+            total = sum(nbytes for _, nbytes in spans)
+            raise GPUMemoryError(
+                f"a tensor of {total} bytes ({desc.data_type.name} {list(desc.sizes)}) does not fit: {err}; "
+                f"after giving back the part allocated, dmlgpu holds {self.runner.held_bytes} bytes") from None
         return Tensor(self, desc, buffers, spans)
 
     def close(self) -> None:
