@@ -72,14 +72,16 @@ NATIVE_WGPU = {"0.32.0": "29.0.1.1"}
 RING_CHUNK = 64 << 20
 RING_DEPTH = 4
 STREAM_ABOVE = 16 << 20
-#: Read-back staging buffers up to this size are kept for the next read of the same size.
-_STAGING_KEPT_BYTES = 1 << 20
-#: Freed storage buffers up to this size are kept for the next allocation of the same size,
-#: at most this many bytes in all: a NumPy call takes its GPU buffers from here, so that
-#: repeated calls allocate nothing (and find their bind groups cached). Running short of
-#: memory gives them back first.
-_POOLED_BUFFER_BYTES = 16 << 20
-_POOL_BYTES = 128 << 20
+#: Host threads that copy a large transfer's chunks in and out of staging memory.
+COPY_THREADS = 8
+#: Freed storage buffers are kept for the next allocation of the same size, up to this many
+#: bytes in all (the oldest given back first): a NumPy call takes its GPU buffers from here,
+#: so that repeated calls allocate nothing (a 1 GiB buffer takes 40-56 ms to allocate and
+#: free on the H100) and find their bind groups cached. Running short of memory gives them
+#: back before an allocation fails; Device.close() gives back everything.
+POOL_BYTES = 4 << 30
+#: Staging buffers of small reads and writes kept for reuse, in bytes of each kind.
+_STAGING_POOL_BYTES = 64 << 20
 #: Recorded work reading at least this many bytes is submitted at once, so that the GPU runs
 #: it while Python records the next call; smaller work waits for the next read (one submit).
 SUBMIT_EARLY_BYTES = 4 << 20
@@ -419,6 +421,51 @@ class _NativeEncoder:
 # ----------------------------------------------------------------------------- the runner
 
 
+class _Pool:
+    """Things with a ``size`` (buffers, staging maps) kept for reuse by size: the most recent
+    of a size is taken first, the oldest of all given back first when ``limit`` bytes are
+    exceeded. Not locked: the runner calls it under its lock."""
+
+    def __init__(self, limit: int):
+        self.limit, self.bytes = limit, 0
+        self._by_size: dict[int, list] = defaultdict(list)
+        self._age: OrderedDict = OrderedDict()
+
+    def take(self, size: int):
+        """One kept of this size, or None."""
+        kept = self._by_size.get(size)
+        if not kept:
+            return None
+        item = kept.pop()
+        del self._age[item]
+        self.bytes -= size
+        return item
+
+    def put(self, item) -> list:
+        """Keep ``item``; what no longer fits (the oldest first, or ``item`` itself) comes back
+        for the caller to destroy."""
+        if item.size > self.limit:
+            return [item]
+        self._by_size[item.size].append(item)
+        self._age[item] = None
+        self.bytes += item.size
+        evicted = []
+        while self.bytes > self.limit:
+            old, _ = self._age.popitem(last=False)
+            self._by_size[old.size].remove(old)
+            self.bytes -= old.size
+            evicted.append(old)
+        return evicted
+
+    def clear(self) -> list:
+        """Everything kept, taken out."""
+        items = list(self._age)
+        self._by_size.clear()
+        self._age.clear()
+        self.bytes = 0
+        return items
+
+
 class Runner:
     """One wgpu device with its pipeline cache, its buffers and its transfer paths."""
 
@@ -465,14 +512,12 @@ class Runner:
         # their passes read: small calls share one submit with their read-back.
         self._pending: list = []
         self._pending_bytes = 0
-        self._staging: dict[int, list] = defaultdict(list)  # MAP_READ buffers by size
-        # MAP_WRITE staging for small writes, by size class: maps that land once the GPU has
-        # copied out; those used by pending work are mapped again after their submit
-        self._writes: dict[int, list] = defaultdict(list)
-        self._writes_bytes = 0
+        self._staging = _Pool(_STAGING_POOL_BYTES)  # MAP_READ buffers of small reads
+        # MAP_WRITE staging of small writes, by size class, as their maps (which land once the
+        # GPU has copied out); those used by pending work are mapped again after their submit
+        self._writes = _Pool(_STAGING_POOL_BYTES)
         self._remap: list = []
-        self._pool: dict[int, list] = defaultdict(list)  # freed small storage buffers by size
-        self._pool_bytes = 0
+        self._pool = _Pool(POOL_BYTES)  # freed storage buffers
         self._rings: dict[bool, list] = {}  # MAP_WRITE (True) and MAP_READ (False) rings
         self._copier = None  # threads for host-side copies of large transfers
         # every buffer this runner made and has not destroyed (buffers dropped with an object
@@ -483,6 +528,7 @@ class Runner:
         # Transfer sizes (module defaults; the tests shrink them to reach every path)
         self.ring_chunk, self.ring_depth, self.stream_above = RING_CHUNK, RING_DEPTH, STREAM_ABOVE
         self.parallel_copy_above = 4 << 20
+        self.copy_threads = min(COPY_THREADS, os.cpu_count() or 1)
 
     def _choose_path(self):
         wanted = os.environ.get("DMLGPU_RUNNER", "native").strip().lower()
@@ -533,8 +579,13 @@ class Runner:
         with self._lock:
             if self._lost is not None and self._lost.startswith("was closed"):
                 return
-            self._lost = "was closed"
             self._pending, self._remap = [], []
+            for m in self._writes.clear():  # let their maps land: a pending map keeps its
+                try:                        # buffer (and wgpu-py's, its device) alive
+                    self.path.wait(m, None)
+                except DeviceLostError:
+                    pass
+            self._lost = "was closed"
             self._take_kept()  # the device's destroy below destroys them all
             self._pipelines.clear()
             if self._copier is not None:
@@ -633,12 +684,9 @@ class Runner:
     def _take_kept(self) -> list:
         """Every buffer kept for reuse (storage pool, read and write staging, rings), taken out
         of the pools. A write staging buffer may be mid-map: destroying it cancels the map."""
-        buffers = [b for kept in (self._pool, self._staging) for bs in kept.values() for b in bs]
-        buffers += [m.buffer for ms in self._writes.values() for m in ms]
+        buffers = self._pool.clear() + self._staging.clear() + [m.buffer for m in self._writes.clear()]
         buffers += [b for ring in self._rings.values() for b, _ in ring]
-        for kept in (self._pool, self._staging, self._writes, self._rings):
-            kept.clear()
-        self._pool_bytes = self._writes_bytes = 0
+        self._rings.clear()
         return buffers
 
     def storage(self, nbytes: int, data=None):
@@ -649,12 +697,7 @@ class Runner:
         """
         size = max(16, (nbytes + 15) & ~15)
         with self._lock:
-            pooled = self._pool.get(size)
-            buffer = pooled.pop() if pooled else None
-            if buffer is not None:
-                self._pool_bytes -= size
-            else:
-                buffer = self._create(size, _STORAGE)
+            buffer = self._pool.take(size) or self._create(size, _STORAGE)
         if data is not None:
             self.write(buffer, data)
         return buffer
@@ -668,13 +711,8 @@ class Runner:
         with self._lock:
             if self._lost is not None:
                 return
-            size = buffer.size
-            if keep and buffer.usage == _STORAGE and size <= _POOLED_BUFFER_BYTES \
-                    and self._pool_bytes + size <= _POOL_BYTES:
-                self._pool[size].append(buffer)
-                self._pool_bytes += size
-                return
-            self._destroy(buffer)
+            for old in self._pool.put(buffer) if keep and buffer.usage == _STORAGE else [buffer]:
+                self._destroy(old)
 
     # kept for the benchmark scripts' ceiling kernels
     release = free
@@ -761,11 +799,8 @@ class Runner:
         for m in remap:
             again = _Map(m.buffer, m.size)
             self.path.start_map(again, write=True)
-            if self._writes_bytes + m.size <= _POOL_BYTES:
-                self._writes[m.size].append(again)
-                self._writes_bytes += m.size
-            else:  # destroyed once the copy is done; its map is then cancelled
-                self._destroy(m.buffer)
+            for old in self._writes.put(again):  # destroying one cancels its map
+                self._destroy(old.buffer)
         return ticket
 
     def flush(self) -> None:
@@ -790,12 +825,7 @@ class Runner:
         kept_size = max(256, 1 << (size - 1).bit_length())  # size classes: few pools, at most 2x
         with self._lock:
             self.check()
-            kept = self._writes.get(kept_size)
-            if kept:
-                m = kept.pop()
-                self._writes_bytes -= kept_size
-            else:
-                m = _Map(self._create(kept_size, _MAP_WRITE, mapped=True), kept_size, done=True)
+            m = self._writes.take(kept_size) or _Map(self._create(kept_size, _MAP_WRITE, mapped=True), kept_size, done=True)
         try:
             self.path.wait(m, None)  # mapped again once the GPU has copied out of it
             view = self.path.mapped(m)
@@ -825,9 +855,8 @@ class Runner:
             if ring is None:
                 usage = _MAP_WRITE if write else _MAP_READ
                 ring = [[self._create(self.ring_chunk, usage), None] for _ in range(self.ring_depth)]
-            if self._copier is None and (os.cpu_count() or 1) > 1:
-                self._copier = concurrent.futures.ThreadPoolExecutor(min(16, os.cpu_count() or 1),
-                                                                     thread_name_prefix="dmlgpu-copy")
+            if self._copier is None and self.copy_threads > 1:
+                self._copier = concurrent.futures.ThreadPoolExecutor(self.copy_threads, thread_name_prefix="dmlgpu-copy")
             return ring
 
     def _give_ring(self, write: bool, ring: list, ok: bool) -> None:
@@ -910,8 +939,7 @@ class Runner:
         size = max(4, (nbytes + 3) & ~3)
         with self._lock:
             self.check()
-            kept = self._staging.get(size)
-            staging = kept.pop() if kept else self._create(size, _MAP_READ)
+            staging = self._staging.take(size) or self._create(size, _MAP_READ)
             m = _Map(staging, size)
             try:
                 ticket = self._submit([self._record((), copies=[(buffer, offset, staging, 0, size)])])
@@ -919,13 +947,13 @@ class Runner:
             except BaseException:
                 self._destroy(staging)
                 raise
-        self.finish_read(m, ticket, out, keep=size <= _STAGING_KEPT_BYTES)
+        self._finish_read(m, ticket, out)
         return out
 
-    def finish_read(self, m: _Map, ticket, out: np.ndarray, keep: bool) -> None:
+    def _finish_read(self, m: _Map, ticket, out: np.ndarray) -> None:
         """Wait for map ``m`` (outside the lock), copy its first ``out.nbytes`` bytes out,
-        unmap, and keep the staging buffer for the next read (or destroy it). A failure
-        on the way drops the buffer: it may still be mid-map."""
+        unmap, and keep the staging buffer for the next read. A failure on the way drops the
+        buffer: it may still be mid-map."""
         try:
             self.path.wait(m, ticket)
             view = self.path.mapped(m)
@@ -939,10 +967,8 @@ class Runner:
                 raise self._gpu_error(err) from None
             raise
         with self._lock:
-            if keep and self._lost is None:
-                self._staging[m.size].append(m.buffer)
-            else:
-                self._destroy(m.buffer)
+            for old in self._staging.put(m.buffer) if self._lost is None else [m.buffer]:
+                self._destroy(old)
 
     def _read_streamed(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
         """Large reads: the host copies chunk i out while the GPU copies the chunks after it."""

@@ -375,14 +375,29 @@ def test_caches_are_bounded(device):
     assert first(np.array([[5, 9]], np.int32)).item() == 1
 
 
-def test_large_numpy_calls_keep_no_buffers(device, monkeypatch):
-    monkeypatch.setattr(dmlgpu.runner, "_POOLED_BUFFER_BYTES", 0)
+def test_freed_buffers_are_kept_up_to_the_pool_limit(device, monkeypatch):
     compiled = device.compile(ArgMinOperatorDesc(TensorDesc("FLOAT32", (3, 5)), axes=[1]))
+    monkeypatch.setattr(device.runner._pool, "limit", 0)  # keep nothing
     compiled(GRID[:, :1].repeat(5, 1))
     held = device.runner.held_bytes
     for x in (GRID[:, :1].repeat(5, 1), np.arange(15, dtype=np.float32).reshape(3, 5)):
         assert compiled(x).ravel().tolist() == np.argmin(x, axis=1).tolist()
     assert device.runner.held_bytes <= held  # (objects of earlier tests may be collected meanwhile)
+
+
+def test_the_pool_gives_back_its_oldest_first():
+    from dmlgpu.runner import _Pool
+
+    class Item:
+        def __init__(self, size):
+            self.size = size
+
+    pool = _Pool(100)
+    a, b, c = Item(40), Item(40), Item(30)
+    assert pool.put(a) == [] and pool.put(b) == []
+    assert pool.put(c) == [a] and pool.bytes == 70  # a was the oldest
+    assert pool.put(Item(101))[0].size == 101  # larger than the limit: not kept
+    assert pool.take(40) is b and pool.take(40) is None and pool.take(30) is c and pool.bytes == 0
 
 
 def test_repeated_small_calls_create_nothing(device, monkeypatch):
