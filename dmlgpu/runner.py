@@ -305,6 +305,7 @@ class _Native:
                 m.failed, m.done = status != lib.WGPUMapAsyncStatus_Success, True
 
         self.on_mapped = on_mapped  # kept alive as long as this object
+        self.poll_lock, self.serial_polls = threading.Lock(), False
 
     def encoder(self):
         return _NativeEncoder(self)
@@ -344,7 +345,13 @@ class _Native:
         """Poll on this thread until the map has landed (another thread's poll may land it)."""
         idle_since = None
         while not m.done:
-            idle = self.lib.wgpuDevicePoll(self.handle, True, ticket if ticket is not None else self.ffi.NULL)
+            if self.serial_polls:  # one thread polls at a time; the others' maps land in its polls
+                with self.poll_lock:
+                    if m.done:
+                        break
+                    idle = self.lib.wgpuDevicePoll(self.handle, True, ticket if ticket is not None else self.ffi.NULL)
+            else:
+                idle = self.lib.wgpuDevicePoll(self.handle, True, ticket if ticket is not None else self.ffi.NULL)
             if m.done or not idle:
                 continue
             # The queue is empty but the callback has not come: another thread's poll may be
