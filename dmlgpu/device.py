@@ -127,6 +127,20 @@ class Tensor:
         for buffer in buffers:
             self.device.runner.free(buffer)
 
+    # NumPy's protocols (dmlgpu/numpy.py): np.asarray reads back, np.argmax / np.argmin run
+    # on the GPU, and anything else NumPy is asked to do raises a TypeError naming np.asarray.
+    def __array__(self, dtype=None, copy=None):
+        from .numpy import tensor_array
+        return tensor_array(self, dtype, copy)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .numpy import tensor_array_function
+        return tensor_array_function(func, args, kwargs)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .numpy import tensor_array_ufunc
+        return tensor_array_ufunc(ufunc, method)
+
     def __repr__(self) -> str:
         state = "" if self._buffers else ", released"
         return f"Tensor({self.desc.data_type.name}, sizes={list(self.desc.sizes)}, device={self.device.name!r}{state})"

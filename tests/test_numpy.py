@@ -1,0 +1,305 @@
+"""dmlgpu.numpy held to NumPy itself, and the NumPy protocols of dmlgpu.Tensor.
+
+The randomized test draws a few thousand calls (types, shapes, views, axes, keepdims,
+``out``) with values from small pools holding NaN, +-inf, -0.0 and subnormals, so that ties
+and NaN happen on purpose; every result must equal ``numpy.argmax`` / ``numpy.argmin``
+exactly: value, shape, dtype and Python type. Shapes come from a small set so that the
+compiled operators are reused and the test stays quick on lavapipe.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import dmlgpu
+import dmlgpu.numpy as dnp
+from dmlgpu.device import Tensor
+
+try:
+    from numpy.exceptions import AxisError
+except ImportError:  # NumPy < 1.25
+    AxisError = np.AxisError
+
+DTYPES = [np.bool_, np.float32, np.float16, np.int8, np.int16, np.int32, np.int64,
+          np.uint8, np.uint16, np.uint32, np.uint64]
+SHAPES = [(), (1,), (6,), (1, 1), (3, 4), (5, 1), (2, 3, 4), (1, 4, 2), (2, 2, 2, 3)]
+VIEWS = ["packed", "transposed", "strided", "broadcast", "reversed", "fortran"]
+CASES_PER_TYPE = 300  # 3300 calls of each op in all
+LAYOUTS_PER_TYPE = 24
+
+
+def pool(dtype) -> np.ndarray:
+    """A few values of the type, its special ones among them."""
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return np.array([False, True])
+    if dt.kind == "f":
+        tiny = np.finfo(dt).smallest_subnormal
+        return np.array([-2, -1, -0.0, 0.0, 1, 3, np.inf, -np.inf, np.nan, tiny, -tiny], dt)
+    info = np.iinfo(dt)
+    values = [info.min, info.min + 1, 0, 1, info.max - 1, info.max]
+    if dt.itemsize == 8:  # equal as doubles, different as integers
+        values += [2**60, 2**60 + 1]
+    return np.array(values, dt)
+
+
+def values(dtype, shape, rng: np.random.Generator) -> np.ndarray:
+    """Values from 2 to 4 entries of the pool: ties on purpose."""
+    p = pool(dtype)
+    chosen = rng.choice(p, size=min(len(p), int(rng.integers(2, 5))), replace=False)
+    return rng.choice(chosen, size=shape)
+
+
+def view(x: np.ndarray, kind: str, rng: np.random.Generator) -> np.ndarray:
+    """An array equal to ``x`` (or, for "broadcast", of its shape) laid out as ``kind``."""
+    if x.ndim == 0 or kind == "packed":
+        return x
+    if kind == "transposed":
+        perm = rng.permutation(x.ndim)
+        return np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
+    if kind == "strided":
+        big = np.zeros([2 * n for n in x.shape], x.dtype)
+        big[tuple(slice(None, None, 2) for _ in x.shape)] = x
+        return big[tuple(slice(None, None, 2) for _ in x.shape)]
+    if kind == "broadcast":
+        axis = int(np.argmax(x.shape))
+        return np.broadcast_to(x.take([0], axis=axis), x.shape)
+    if kind == "reversed":  # negative strides: copied before the upload
+        return np.ascontiguousarray(x[::-1])[::-1]
+    return np.asfortranarray(x)
+
+
+def numpy_answer(op: str, x: np.ndarray, axis, keepdims: bool):
+    """NumPy's answer; a tuple of axes (dmlgpu's extension) as the flat index over them."""
+    if not isinstance(axis, tuple):
+        return getattr(np, op)(x, axis=axis, keepdims=keepdims)
+    axes = sorted(a % x.ndim for a in axis)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    flat = x.transpose(kept + axes).reshape([x.shape[i] for i in kept] + [-1])
+    answer = getattr(np, op)(flat, axis=-1)
+    if keepdims:
+        answer = answer.reshape([1 if i in axes else n for i, n in enumerate(x.shape)])
+    return answer
+
+
+def random_axis(ndim: int, rng: np.random.Generator):
+    choice = rng.integers(4)
+    if ndim == 0 or choice == 0:
+        return None
+    if choice == 3 and ndim > 1:  # a tuple of axes, some negative
+        axes = rng.choice(ndim, size=int(rng.integers(1, ndim + 1)), replace=False)
+        return tuple(int(a) - ndim if rng.integers(2) else int(a) for a in axes)
+    return int(rng.integers(-ndim, ndim))
+
+
+def assert_identical(got, want) -> None:
+    """Equal value, dtype, shape and Python type (a NumPy scalar where NumPy gives one)."""
+    assert type(got) is type(want), (type(got), type(want))
+    assert got.dtype == want.dtype and np.shape(got) == np.shape(want)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_equals_numpy_on_random_calls(dtype):
+    """CASES_PER_TYPE calls of each op over LAYOUTS_PER_TYPE random layouts (shape, view,
+    axis, keepdims), fresh values every time: each layout compiles once."""
+    rng = np.random.default_rng(np.dtype(dtype).num)
+    layouts = []
+    for _ in range(LAYOUTS_PER_TYPE):
+        shape = SHAPES[rng.integers(len(SHAPES))]
+        layouts.append((shape, VIEWS[rng.integers(len(VIEWS))], int(rng.integers(1000)),
+                        random_axis(len(shape), rng), bool(rng.integers(2))))
+    for case in range(CASES_PER_TYPE):
+        shape, kind, seed, axis, keepdims = layouts[rng.integers(LAYOUTS_PER_TYPE)]
+        x = view(values(dtype, shape, rng), kind, np.random.default_rng(seed))
+        for op in ("argmax", "argmin"):
+            want = numpy_answer(op, x, axis, keepdims)
+            try:
+                if rng.integers(6) == 0:  # into an `out` array, of intp or of a type that takes it
+                    out = np.full(np.shape(want), 7, (np.intp, np.int32, np.uint8)[rng.integers(3)])
+                    assert getattr(dnp, op)(x, axis, out, keepdims=keepdims) is out
+                    assert np.array_equal(out, np.asarray(want).astype(out.dtype))
+                else:
+                    assert_identical(getattr(dnp, op)(x, axis, keepdims=keepdims), want)
+            except AssertionError as err:
+                raise AssertionError(f"case {case}: np.{op}({x!r}, axis={axis}, keepdims={keepdims}): {err}") from None
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_nan_inf_and_zero_follow_numpy(op):
+    cases = [
+        [1.0, np.nan, 5.0, np.nan],  # the first NaN wins for both
+        [np.nan, np.nan],
+        [np.inf, -np.inf, np.inf],
+        [-0.0, 0.0, -0.0],  # a tie: the first
+        [0.0, -0.0],
+        [-np.inf, np.nan, np.inf],
+    ]
+    for c in cases:
+        for dtype in (np.float32, np.float16):
+            x = np.array(c, dtype)
+            assert_identical(getattr(dnp, op)(x), getattr(np, op)(x))
+
+
+def test_large_integers_compare_exactly():
+    x = np.array([2**60, 2**60 + 1, 2**60 + 1, 2**60], np.int64)
+    assert dnp.argmax(x) == 1 and dnp.argmin(x) == 0
+    u = np.array([2**64 - 2, 2**64 - 1, 0], np.uint64)
+    assert dnp.argmax(u) == 1 and dnp.argmin(u) == 2
+
+
+def test_python_sequences_and_scalars_as_numpy_reads_them():
+    assert_identical(dnp.argmax([1, 3, 3, 2]), np.argmax([1, 3, 3, 2]))
+    assert_identical(dnp.argmin([[4, 1], [0, 9]], axis=0), np.argmin([[4, 1], [0, 9]], axis=0))
+    assert_identical(dnp.argmax(5), np.argmax(5))
+    assert_identical(dnp.argmax(np.float32(2), axis=0), np.argmax(np.float32(2), axis=0))
+    assert_identical(dnp.argmax(np.float32(2), axis=-1, keepdims=True), np.argmax(np.float32(2), axis=-1, keepdims=True))
+
+
+def test_bool_is_read_through_a_uint8_view_without_a_copy():
+    mask = np.zeros((4, 8), bool)[:, ::2]
+    mask[2, 1] = True
+    seen = dnp.as_input(mask, "argmax")
+    assert seen.dtype == np.uint8 and np.shares_memory(seen, mask)
+    assert_identical(dnp.argmax(mask), np.argmax(mask))
+    assert_identical(dnp.argmax(mask, axis=1), np.argmax(mask, axis=1))
+
+
+def test_signature_is_numpys():
+    for op in ("argmax", "argmin"):
+        ours = inspect.signature(getattr(dnp, op)).parameters
+        theirs = inspect.signature(getattr(np, op)).parameters
+        assert [(p.name, p.kind) for p in ours.values()] == [(p.name, p.kind) for p in theirs.values()]
+
+
+def _readonly_out():
+    out = np.zeros(3, np.intp)
+    out.setflags(write=False)
+    return out
+
+
+BAD_CALLS = [  # (op, array, keyword arguments): NumPy's exception and message, exactly
+    ("argmax", np.zeros((0, 3), np.float32), {}),
+    ("argmin", np.zeros((0, 3), np.float32), {"axis": 0}),
+    ("argmax", np.zeros(0, np.int32), {"keepdims": True}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": 2}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": -3}),
+    ("argmax", np.float32(1), {"axis": 1}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": 1.0}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": "1"}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": [1]}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": True}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": 0, "out": [0, 0, 0]}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": 0, "out": np.zeros(4, np.intp)}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": 0, "out": np.zeros((1, 3), np.intp)}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": 0, "out": np.zeros(3, np.float64)}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": 0, "out": np.zeros(3, np.uint64)}),
+    ("argmax", np.zeros((2, 3), np.float32), {"axis": 0, "out": _readonly_out()}),
+    ("argmax", np.zeros((2, 3), np.float32), {"out": np.zeros(1, np.intp)}),
+    ("argmin", np.zeros((0, 3), np.float32), {"out": [1]}),
+    ("argmin", np.zeros((2, 3), np.float32), {"axis": 7, "out": np.zeros(5, np.intp)}),
+]
+
+
+@pytest.mark.parametrize("op, x, kwargs", BAD_CALLS, ids=[f"{c[0]}-{i}" for i, c in enumerate(BAD_CALLS)])
+def test_errors_are_numpys(op, x, kwargs):
+    with pytest.raises(Exception) as theirs:
+        getattr(np, op)(x, **kwargs)
+    with pytest.raises(Exception) as ours:
+        getattr(dnp, op)(x, **kwargs)
+    assert type(ours.value) is type(theirs.value)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_axis_error_is_numpys_class():
+    with pytest.raises(AxisError, match="axis 3 is out of bounds for array of dimension 2"):
+        dnp.argmax(np.zeros((2, 2), np.float32), axis=3)
+
+
+def test_empty_results_where_numpy_gives_them():
+    x = np.zeros((3, 0), np.float32)
+    assert_identical(dnp.argmax(x, axis=0), np.argmax(x, axis=0))
+    assert_identical(dnp.argmin(x, axis=0, keepdims=True), np.argmin(x, axis=0, keepdims=True))
+
+
+def test_tuple_axis_extension():
+    x = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
+    assert dnp.argmax(x, axis=(0, 1)) == 7 and dnp.argmin(x, axis=(1, 0)) == 4
+    assert dnp.argmax(x, axis=(0, 1), keepdims=True).shape == (1, 1)
+    with pytest.raises(ValueError, match="repeated axis"):
+        dnp.argmax(x, axis=(0, -2))
+    with pytest.raises(ValueError, match="at least one axis"):
+        dnp.argmax(x, axis=())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64, object, np.str_, "datetime64[s]", np.longdouble])
+def test_types_directml_lacks_raise_typeerror(dtype):
+    x = np.zeros(3, dtype)
+    with pytest.raises(TypeError, match=r"take bool, float32, float16.*never falls back to the CPU"):
+        dnp.argmax(x)
+
+
+# --- the NumPy protocols of dmlgpu.Tensor ----------------------------------------------
+
+GRID = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
+
+
+@pytest.fixture
+def tensor(device):
+    return device.upload(GRID)
+
+
+def test_asarray_reads_back(tensor):
+    assert_identical(np.asarray(tensor), GRID)
+    assert np.asarray(tensor, dtype=np.float64).dtype == np.float64
+    with pytest.raises(ValueError, match="always copies"):
+        np.asarray(tensor, copy=False)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (None, True), (0, False), (1, True), (-1, False), ((0, 1), False)])
+def test_numpy_functions_stay_on_the_gpu(tensor, monkeypatch, op, axis, keepdims):
+    def no_read_back(self):
+        raise AssertionError("read back to the CPU")
+
+    monkeypatch.setattr(Tensor, "numpy", no_read_back)
+    result = getattr(np, op)(tensor, axis=axis, keepdims=keepdims)
+    assert isinstance(result, Tensor) and result.dtype == np.intp
+    monkeypatch.undo()
+    want = np.asarray(getattr(np, op)(GRID, axis=axis, keepdims=keepdims) if not isinstance(axis, tuple)
+                      else numpy_answer(op, GRID, axis, keepdims))
+    assert result.shape == (want.shape or (1,))  # a 0-d answer is a Tensor of shape (1,)
+    np.testing.assert_array_equal(np.asarray(result).reshape(want.shape), want)
+
+
+def test_chained_calls_stay_on_the_gpu(device):
+    x = np.random.default_rng(1).integers(0, 5, (4, 5, 6)).astype(np.int32)
+    t = device.upload(x)
+    inner = np.argmax(t, axis=2)  # a Tensor of shape (4, 5)
+    outer = np.argmin(inner, axis=0)
+    assert isinstance(outer, Tensor)
+    assert_identical(np.asarray(outer), np.argmin(np.argmax(x, axis=2), axis=0))
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: np.sum(t),
+    lambda t: np.max(t, axis=0),
+    lambda t: np.add(t, 1),
+    lambda t: np.add.reduce(t),
+    lambda t: np.exp(t),
+    lambda t: np.ones(3) * t,
+    lambda t: np.argmax(t, out=np.zeros(1, np.intp)),
+])
+def test_other_numpy_calls_name_asarray(tensor, call):
+    with pytest.raises(TypeError, match=r"np\.asarray|out must be None"):
+        call(tensor)
+
+
+def test_a_released_tensor_says_so(device):
+    t = device.upload(GRID)
+    t.release()
+    with pytest.raises(dmlgpu.DataError, match="released"):
+        np.asarray(t)
