@@ -13,7 +13,7 @@ from .desc import (
     calc_buffer_tensor_size,
     operator_from_json,
 )
-from .errors import AdapterError, DataError, DescriptorError, DeviceLostError, GPUMemoryError
+from .errors import AdapterError, DataError, DescriptorError, ModelError, DeviceLostError, GPUMemoryError
 from .types import AxisDirection, DataType, FeatureLevel, NanMode, ReduceFunction, TensorFlags
 
 __version__ = "0.1.0"
@@ -36,5 +36,5 @@ __all__ = [
     "TensorDesc", "ArgMaxOperatorDesc", "ArgMinOperatorDesc", "ActivationHardmax1OperatorDesc",
     "ActivationHardmaxOperatorDesc", "ReduceOperatorDesc", "calc_buffer_tensor_size", "operator_from_json",
     "DataType", "AxisDirection", "TensorFlags", "ReduceFunction", "FeatureLevel", "NanMode",
-    "DescriptorError", "DataError", "AdapterError", "DeviceLostError", "GPUMemoryError",
+    "DescriptorError", "DataError", "AdapterError", "ModelError", "DeviceLostError", "GPUMemoryError",
 ]

@@ -18,6 +18,11 @@ class DataError(ValueError):
     """Data does not match its descriptor (dtype, shape or buffer size)."""
 
 
+class ModelError(ValueError):
+    """An ONNX model that dmlgpu cannot run (``dmlgpu.onnx_backend``): a node of another op
+    type, a type or an attribute it cannot honour. The message names the node and its op type."""
+
+
 class AdapterError(RuntimeError):
     """No adapter could be found or opened, or the device failed."""
 
