@@ -18,7 +18,7 @@ from .types import AxisDirection, DataType, FeatureLevel, NanMode, ReduceFunctio
 
 __version__ = "0.1.0"
 
-_LAZY = {"argmax": "api", "argmin": "api", "hardmax": "api", "Device": "device", "Tensor": "device",
+_LAZY = {"explain": "explainer", "argmax": "api", "argmin": "api", "hardmax": "api", "Device": "device", "Tensor": "device",
          "CompiledOperator": "device", "default_device": "device"}
 
 
@@ -32,7 +32,7 @@ def __getattr__(name):
 
 
 __all__ = [
-    "argmax", "argmin", "hardmax", "Device", "Tensor", "CompiledOperator", "default_device",
+    "argmax", "argmin", "hardmax", "explain", "Device", "Tensor", "CompiledOperator", "default_device",
     "TensorDesc", "ArgMaxOperatorDesc", "ArgMinOperatorDesc", "ActivationHardmax1OperatorDesc",
     "ActivationHardmaxOperatorDesc", "ReduceOperatorDesc", "calc_buffer_tensor_size", "operator_from_json",
     "DataType", "AxisDirection", "TensorFlags", "ReduceFunction", "FeatureLevel", "NanMode",

@@ -13,7 +13,7 @@ from typing import Sequence, Union
 import numpy as np
 
 from . import layout
-from .desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
+from .desc import TensorDesc, operator_for
 from .device import Device, Tensor, default_device
 from .types import AxisDirection, DataType
 
@@ -78,15 +78,13 @@ def _direction_and_type(axis_direction, output_data_type):
         return parsed
 
 
-def _index_operator(cls, x, axes, axis_direction, output_data_type, nan_mode, device):
+def _index_operator(op: str, x, axes, axis_direction, output_data_type, nan_mode, device):
     direction, out_type = _direction_and_type(axis_direction, output_data_type)
 
     def make_desc(desc: TensorDesc):
-        red_axes = _normalize_axes(axes, desc.rank)
-        sizes = tuple(1 if i in red_axes else n for i, n in enumerate(desc.sizes))
-        return cls(desc, TensorDesc(out_type, sizes), red_axes, direction)
+        return operator_for(op, desc, _normalize_axes(axes, desc.rank), direction, out_type)
 
-    return _run(make_desc, (cls, _axes_key(axes), direction, out_type), x, device, nan_mode)
+    return _run(make_desc, (op, _axes_key(axes), direction, out_type), x, device, nan_mode)
 
 
 def argmax(x, axes: Axes, *, axis_direction="increasing", output_data_type="uint32", nan_mode="ignore",
@@ -97,13 +95,13 @@ def argmax(x, axes: Axes, *, axis_direction="increasing", output_data_type="uint
     order. ``axis_direction`` picks the first ("increasing") or last ("decreasing") of
     equal maxima; ``nan_mode`` is "ignore" (DirectML) or "propagate" (NumPy).
     """
-    return _index_operator(ArgMaxOperatorDesc, x, axes, axis_direction, output_data_type, nan_mode, device)
+    return _index_operator("argmax", x, axes, axis_direction, output_data_type, nan_mode, device)
 
 
 def argmin(x, axes: Axes, *, axis_direction="increasing", output_data_type="uint32", nan_mode="ignore",
            device: Device | None = None):
     """Indices of the minima over ``axes`` (DML_OPERATOR_ARGMIN); arguments as ``argmax``."""
-    return _index_operator(ArgMinOperatorDesc, x, axes, axis_direction, output_data_type, nan_mode, device)
+    return _index_operator("argmin", x, axes, axis_direction, output_data_type, nan_mode, device)
 
 
 def hardmax(x, axes: Axes, *, nan_mode="ignore", device: Device | None = None):
@@ -113,6 +111,6 @@ def hardmax(x, axes: Axes, *, nan_mode="ignore", device: Device | None = None):
     """
 
     def make_desc(desc: TensorDesc):
-        return ActivationHardmax1OperatorDesc(desc, TensorDesc(desc.data_type, desc.sizes), _normalize_axes(axes, desc.rank))
+        return operator_for("hardmax", desc, _normalize_axes(axes, desc.rank))
 
     return _run(make_desc, ("hardmax", _axes_key(axes)), x, device, nan_mode)

@@ -1,15 +1,16 @@
-"""The ``dmlgpu`` command: ``demo``, ``info`` and ``bench``."""
+"""The ``dmlgpu`` command: ``demo``, ``info``, ``bench`` and ``explain``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
 
 from . import oracle
-from .errors import AdapterError
+from .errors import AdapterError, DescriptorError
 
 GRID = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
 CUBE = np.array([[[12, 0], [-101, 11]], [[3, 234], [0, -101]]], np.float32)
@@ -103,6 +104,36 @@ def info(as_json: bool, levels: bool = True) -> int:
     return 0 if summaries else 1
 
 
+def explain_command(args) -> int:
+    """``dmlgpu explain``: planned for the adapter's limits where one opens, else WebGPU's defaults."""
+    from . import explainer
+
+    what = " ".join(args.what)
+    if what == "-":
+        what = sys.stdin.read()
+    elif what.endswith(".json") and os.path.isfile(what):
+        with open(what) as f:
+            what = f.read()
+    device = None
+    if not args.no_gpu:
+        try:
+            from .device import Device
+
+            device = Device(args.adapter)
+        except AdapterError as err:
+            print(f"dmlgpu: no adapter opened ({err}); planning for WebGPU's default limits", file=sys.stderr)
+    caps = device.runner.capabilities if device is not None else explainer.DEFAULT_CAPABILITIES
+    given = args.binding is not None or args.buffer is not None
+    try:
+        text = explainer.explain(what, device=device, nan_mode=args.nan_mode,
+                               capabilities=explainer.with_limits(caps, args.binding, args.buffer) if given else None)
+    except (DescriptorError, TypeError, ValueError) as err:
+        print(f"dmlgpu explain: {err}", file=sys.stderr)
+        return 2
+    print(text, end="")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dmlgpu", description=__doc__)
     parser.add_argument("--adapter", help="a substring of the adapter's name (default: DMLGPU_ADAPTER, "
@@ -112,6 +143,18 @@ def _parser() -> argparse.ArgumentParser:
     p_info = sub.add_parser("info", help="list the adapters with their limits and features, and the feature "
                                          "levels with the operators and types each has")
     p_info.add_argument("--json", action="store_true", help="print JSON")
+    p_explain = sub.add_parser("explain", help="the plan and the final WGSL of each pass, for a descriptor or a call",
+                               description="Print the plan the planner chooses (pieces, kernel, grid, split, "
+                                           "merge) and the WGSL of each pass. WHAT is an operator descriptor as "
+                                           "JSON (inline, a .json file, or - for stdin) or a NumPy-style call such "
+                                           "as: argmax float32 (4096, 65536) axis=1 (grammar: dmlgpu/explainer.py).")
+    p_explain.add_argument("what", nargs="+", help="JSON, a .json file, -, or a call (its words may be unquoted)")
+    p_explain.add_argument("--no-gpu", action="store_true",
+                           help="open no adapter: plan for WebGPU's default limits, no optional features")
+    p_explain.add_argument("--binding", type=int, metavar="BYTES", help="the storage binding limit to plan for")
+    p_explain.add_argument("--buffer", type=int, metavar="BYTES", help="the buffer size limit to plan for")
+    p_explain.add_argument("--nan-mode", choices=["ignore", "propagate"],
+                           help="default: propagate for a call, ignore for a descriptor")
     p_bench = sub.add_parser("bench", help="time the operators beside the read ceiling (and torch, if present)")
     p_bench.add_argument("--quick", action="store_true", help="the short suite (small inputs; for lavapipe)")
     p_bench.add_argument("--case", action="append", help="run only cases whose name contains this (repeatable)")
@@ -127,6 +170,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "info" or getattr(args, "list_adapters", False):
             return info(getattr(args, "json", False) is True, levels=args.command == "info")
+        if args.command == "explain":
+            return explain_command(args)
         from .device import Device
 
         device = Device(args.adapter)

@@ -608,6 +608,18 @@ def operator_from_json(obj) -> OperatorDesc:
     return _BY_TYPE[kind]._from_json_desc(obj["Desc"])
 
 
+def operator_for(op: str, input_tensor: TensorDesc, axes, axis_direction=AxisDirection.INCREASING,
+                 output_data_type=DataType.UINT32) -> OperatorDesc:
+    """The descriptor of ``op`` ("argmax", "argmin" or "hardmax") over ``axes`` of a tensor,
+    its output packed: the input's sizes with 1 on each reduced axis and ``output_data_type``
+    for the index operators, the input's type and sizes for HARDMAX1."""
+    if op == "hardmax":
+        return ActivationHardmax1OperatorDesc(input_tensor, TensorDesc(input_tensor.data_type, input_tensor.sizes), axes)
+    cls = {"argmax": ArgMaxOperatorDesc, "argmin": ArgMinOperatorDesc}[op]
+    sizes = tuple(1 if i in axes else n for i, n in enumerate(input_tensor.sizes))
+    return cls(input_tensor, TensorDesc(output_data_type, sizes), axes, axis_direction)
+
+
 def lower(desc) -> ArgReduction:
     """The ``ArgReduction`` of any operator descriptor."""
     if not isinstance(desc, tuple(_BY_TYPE.values())):
@@ -618,5 +630,5 @@ def lower(desc) -> ArgReduction:
 __all__ = [
     "TensorDesc", "ArgMaxOperatorDesc", "ArgMinOperatorDesc", "ActivationHardmax1OperatorDesc",
     "ActivationHardmaxOperatorDesc", "ReduceOperatorDesc", "ArgReduction", "OperatorDesc",
-    "calc_buffer_tensor_size", "packed_strides", "operator_from_json", "lower", "NanMode",
+    "calc_buffer_tensor_size", "packed_strides", "operator_from_json", "operator_for", "lower", "NanMode",
 ]
