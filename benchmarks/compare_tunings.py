@@ -74,14 +74,14 @@ def main(specs: list[str]) -> None:
         nbytes = x.nbytes * (2 if case.op == "hardmax" else 1)
         want = oracle.evaluate(case.descriptor(), x)
         cells = []
-        for name, (c, s, r) in runs.items():
+        for name, (c, _s, r) in runs.items():
             ok = np.array_equal(r.numpy(), want.astype(r.dtype))
             cells.append(f"{nbytes / np.median(times[name]) / 1e9:8.0f} {c.plan.kernel[7:]:>6}"
                          f"/{c.plan.segment:<3}{'' if ok else '!'}")
         torch_gbps = f"{nbytes / np.median(times['torch']) / 1e9:9.0f}" if peer else "        -"
         print(f"{case.name:14} " + " ".join(cells) +
               f" {ceiling.bytes / np.median(times['ceiling']) / 1e9:9.0f} {torch_gbps}")
-        for c, s, r in runs.values():
+        for _c, s, r in runs.values():
             s.release()
             r.release()
         ceiling.release()

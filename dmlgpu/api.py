@@ -20,7 +20,7 @@ from .types import AxisDirection, DataType
 Axes = Union[int, Sequence[int]]
 
 
-def _normalize_axes(axes: Axes, rank: int) -> tuple[int, ...]:
+def _normalize_axes(axes, rank: int) -> tuple[int, ...]:
     """Axes as a tuple; negative axes count from the end, as in NumPy."""
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         axes = (axes,)
@@ -47,7 +47,7 @@ def _run(make_desc, signature: tuple, x, device: Device | None, nan_mode):
     layout, and run it: a ``Tensor`` stays on the GPU, a NumPy array comes back."""
     if isinstance(x, Tensor):
         device = device or x.device
-        key = (signature, str(nan_mode), x.desc)
+        key: tuple = (signature, str(nan_mode), x.desc)
         compiled = device.by_call.get(key)
         if compiled is None:
             compiled = device.by_call[key] = device.compile(make_desc(x.desc), nan_mode=nan_mode)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .errors import DescriptorError
 from .types import (
@@ -104,7 +104,8 @@ class TensorDesc:
     sizes: tuple[int, ...]
     strides: Optional[tuple[int, ...]] = None
     flags: TensorFlags = TensorFlags.NONE
-    total_tensor_size_in_bytes: Optional[int] = None
+    # None in the constructor means calc_buffer_tensor_size; always an int once built
+    total_tensor_size_in_bytes: int = None  # type: ignore[assignment]
     guaranteed_base_offset_alignment: int = 0
 
     def __post_init__(self):
@@ -194,7 +195,7 @@ class TensorDesc:
             sizes=sizes,
             strides=obj.get("Strides"),
             flags=obj.get("Flags", "NONE"),
-            total_tensor_size_in_bytes=obj.get("TotalTensorSizeInBytes"),
+            total_tensor_size_in_bytes=obj.get("TotalTensorSizeInBytes"),  # type: ignore[arg-type]  # None: inferred
             guaranteed_base_offset_alignment=obj.get("GuaranteedBaseOffsetAlignment", 0),
         )
 
@@ -308,7 +309,7 @@ class _IndexOperatorDesc:
     """Shared body of DML_ARGMAX_OPERATOR_DESC and DML_ARGMIN_OPERATOR_DESC."""
 
     input_tensor: TensorDesc
-    output_tensor: Optional[TensorDesc] = None
+    output_tensor: TensorDesc = None  # type: ignore[assignment]  # None: inferred; a TensorDesc once built
     axes: tuple[int, ...] = ()
     axis_direction: AxisDirection = AxisDirection.INCREASING
 
@@ -422,7 +423,7 @@ def _check_axis_count(d: dict) -> None:
         raise DescriptorError(f"AxisCount is {d['AxisCount']}, but Axes has {len(d['Axes'])} entries")
 
 
-def _tensor_from_json(d: dict, key: str) -> Optional[TensorDesc]:
+def _tensor_from_json(d: dict, key: str) -> Any:  # a TensorDesc, or None for the constructor to infer
     if d.get(key) is None:
         return None
     try:
@@ -452,7 +453,7 @@ class ActivationHardmax1OperatorDesc:
     """DML_ACTIVATION_HARDMAX1_OPERATOR_DESC: 1 at the first maximum of each slice, else 0."""
 
     input_tensor: TensorDesc
-    output_tensor: Optional[TensorDesc] = None
+    output_tensor: TensorDesc = None  # type: ignore[assignment]  # None: inferred; a TensorDesc once built
     axes: tuple[int, ...] = ()
 
     def __post_init__(self):
@@ -506,7 +507,7 @@ class ActivationHardmaxOperatorDesc:
     """DML_ACTIVATION_HARDMAX_OPERATOR_DESC: HARDMAX1 over the last axis."""
 
     input_tensor: TensorDesc
-    output_tensor: Optional[TensorDesc] = None
+    output_tensor: TensorDesc = None  # type: ignore[assignment]  # None: inferred; a TensorDesc once built
 
     def __post_init__(self):
         inp = _tensor(self.input_tensor, "input_tensor")
@@ -539,7 +540,7 @@ class ReduceOperatorDesc:
 
     function: ReduceFunction
     input_tensor: TensorDesc
-    output_tensor: Optional[TensorDesc] = None
+    output_tensor: TensorDesc = None  # type: ignore[assignment]  # None: inferred; a TensorDesc once built
     axes: tuple[int, ...] = ()
 
     def __post_init__(self):
@@ -584,7 +585,7 @@ OperatorDesc = (
     | ActivationHardmaxOperatorDesc | ReduceOperatorDesc
 )
 
-_BY_TYPE = {
+_BY_TYPE: dict[str, Any] = {
     "ARGMAX": ArgMaxOperatorDesc,
     "ARGMIN": ArgMinOperatorDesc,
     "ACTIVATION_HARDMAX1": ActivationHardmax1OperatorDesc,
@@ -615,14 +616,15 @@ def operator_for(op: str, input_tensor: TensorDesc, axes, axis_direction=AxisDir
     for the index operators, the input's type and sizes for HARDMAX1."""
     if op == "hardmax":
         return ActivationHardmax1OperatorDesc(input_tensor, TensorDesc(input_tensor.data_type, input_tensor.sizes), axes)
-    cls = {"argmax": ArgMaxOperatorDesc, "argmin": ArgMinOperatorDesc}[op]
+    cls: type[ArgMaxOperatorDesc | ArgMinOperatorDesc] = ArgMaxOperatorDesc if op == "argmax" else ArgMinOperatorDesc
     sizes = tuple(1 if i in axes else n for i, n in enumerate(input_tensor.sizes))
     return cls(input_tensor, TensorDesc(output_data_type, sizes), axes, axis_direction)
 
 
 def lower(desc) -> ArgReduction:
     """The ``ArgReduction`` of any operator descriptor."""
-    if not isinstance(desc, tuple(_BY_TYPE.values())):
+    if not isinstance(desc, (ArgMaxOperatorDesc, ArgMinOperatorDesc, ActivationHardmax1OperatorDesc,
+                             ActivationHardmaxOperatorDesc, ReduceOperatorDesc)):
         raise TypeError(f"expected an operator descriptor, not {type(desc).__name__}")
     return desc.lower()
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from typing import Any
 
 from .desc import TensorDesc, lower, operator_for, operator_from_json
 from .errors import DescriptorError
@@ -177,7 +178,7 @@ def explain(what, *, device=None, capabilities: Capabilities | None = None, nan_
 
 def with_limits(caps: Capabilities, binding: int | None, buffer: int | None) -> Capabilities:
     """Capabilities with the binding and buffer limits replaced where given."""
-    changes = {k: v for k, v in (("max_storage_binding", binding), ("max_buffer", buffer)) if v is not None}
+    changes: dict[str, Any] = {k: v for k, v in (("max_storage_binding", binding), ("max_buffer", buffer)) if v is not None}
     return dataclasses.replace(caps, **changes)
 
 

@@ -53,7 +53,7 @@ from .types import HARDMAX_TYPES, MAX_RANK, DataType, NanMode
 __all__ = ["DmlBackend", "DmlBackendRep", "prepare", "run_model", "run_node", "supports_device", "is_compatible"]
 
 #: ONNX element types and the DirectML types that hold them.
-DATA_TYPES = {
+DATA_TYPES: dict[int, DataType] = {
     TensorProto.FLOAT: DataType.FLOAT32,
     TensorProto.FLOAT16: DataType.FLOAT16,
     TensorProto.UINT8: DataType.UINT8,
@@ -235,7 +235,7 @@ class DmlBackendRep(BackendRep):
     def device(self) -> Device:
         return self._device or default_device()
 
-    def run(self, inputs, **kwargs) -> list[np.ndarray]:
+    def run(self, inputs, **kwargs) -> list[np.ndarray]:  # type: ignore[override]  # a list, as onnxruntime's
         """The graph's outputs, as NumPy arrays in the order of ``graph.output``."""
         values = {name: _Value(a, a.shape) for name, a in self._initializers.items()}
         values.update(self._fed(inputs))
@@ -257,19 +257,16 @@ class DmlBackendRep(BackendRep):
                 raise ValueError(f"inputs holds {len(inputs)} arrays, but the graph has {len(self._feeds)} "
                                  f"inputs ({self.input_names})")
             given = dict(zip(self.input_names, inputs))
-        fed = {}
-        declared = {name: (elem, shape) for name, elem, shape in self._feeds}
-        for name, (elem, shape) in declared.items():
-            if name not in given:
-                raise ValueError(f"input {name!r} is missing")
-        for name, a in given.items():
-            a = np.asarray(a)
-            elem, shape = declared.get(name, (None, None))
-            if elem is not None and a.dtype != helper.tensor_dtype_to_np_dtype(elem):
+        missing = [name for name in self.input_names if name not in given]
+        if missing:
+            raise ValueError(f"input {missing[0]!r} is missing")
+        fed = {name: _Value(np.asarray(a), np.shape(a)) for name, a in given.items()}
+        for name, elem, shape in self._feeds:
+            a = fed[name].data
+            if a.dtype != helper.tensor_dtype_to_np_dtype(elem):
                 raise DataError(f"input {name!r} has dtype {a.dtype}, but the graph declares {_type_name(elem)}")
             if shape is not None and (len(shape) != a.ndim or any(d is not None and d != n for d, n in zip(shape, a.shape))):
                 raise DataError(f"input {name!r} has shape {a.shape}, but the graph declares {shape}")
-            fed[name] = _Value(a, a.shape)
         return fed
 
     def _run_step(self, step: _Step, x: _Value) -> _Value:
@@ -321,22 +318,21 @@ class DmlBackend(Backend):
         """Check the model and return a rep that runs it; ``nan_mode`` ("propagate", the
         default, or "ignore") and ``dml_device`` (a ``dmlgpu.Device``) are the options."""
         _check_device(device)
-        options = {"nan_mode": "propagate", "dml_device": None}
-        unknown = sorted(set(kwargs) - set(options))
+        unknown = sorted(set(kwargs) - {"nan_mode", "dml_device"})
         if unknown:
             raise TypeError(f"prepare() got an unexpected keyword argument {unknown[0]!r}; it takes "
-                            f"{', '.join(options)}")
-        options.update(kwargs)
+                            f"nan_mode, dml_device")
         model = _load(model)
         onnx.checker.check_model(model)
-        return DmlBackendRep(model, options["dml_device"], options["nan_mode"])
+        return DmlBackendRep(model, kwargs.get("dml_device"), kwargs.get("nan_mode", "propagate"))
 
     @classmethod
-    def run_model(cls, model, inputs, device: str = "GPU", **kwargs) -> list[np.ndarray]:
+    def run_model(cls, model, inputs, device: str = "GPU", **kwargs) -> list[np.ndarray]:  # type: ignore[override]
         return cls.prepare(model, device, **kwargs).run(inputs)
 
     @classmethod
-    def run_node(cls, node, inputs, device: str = "GPU", outputs_info=None, **kwargs) -> list[np.ndarray]:
+    def run_node(cls, node, inputs, device: str = "GPU", outputs_info=None,  # type: ignore[override]
+                 **kwargs) -> list[np.ndarray]:
         """Run one node on ``inputs`` (a list of arrays, one per node input); ``opset_version``
         (default: the installed onnx's newest) picks the op's version."""
         opset = kwargs.pop("opset_version", onnx.defs.onnx_opset_version())

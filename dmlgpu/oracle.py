@@ -134,7 +134,7 @@ def argmin(
 def hardmax(x: np.ndarray, axes: Axes, *, nan_mode: Union[str, NanMode] = "ignore") -> np.ndarray:
     """HARDMAX1 of ``x`` over ``axes``: 1 at the first maximum of each slice, 0 elsewhere."""
     x, inp = _input_of(x)
-    desc = ActivationHardmax1OperatorDesc(inp, None, _axes_tuple(axes))
+    desc = ActivationHardmax1OperatorDesc(inp, TensorDesc(inp.data_type, inp.sizes), tuple(_axes_tuple(axes)))
     return evaluate(desc, x, nan_mode=nan_mode)
 
 
@@ -154,7 +154,7 @@ def _input_of(x: np.ndarray) -> tuple[np.ndarray, TensorDesc]:
     return x.astype(data_type.numpy, copy=False), TensorDesc(data_type, x.shape)
 
 
-def _axes_tuple(axes: Axes) -> Sequence[int]:
+def _axes_tuple(axes) -> Sequence[int]:
     """A single axis as a one-element tuple; sequences pass through for the descriptor to check."""
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
         return (int(axes),)

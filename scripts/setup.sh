@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent setup: a Vulkan driver (Mesa's lavapipe if none is installed), then .venv with
-# dmlgpu installed editable plus the test extras. Safe to run again; it skips what is done.
+# dmlgpu installed editable plus the test and lint extras. Safe to run again; it skips what is done.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -44,8 +44,8 @@ EOF
 then
   echo "[setup] install: up to date (pyproject.toml unchanged)"
 else
-  echo "[setup] install: pip install -e .[test]"
+  echo "[setup] install: pip install -e .[test,lint]"
   rm -f "$stamp"
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q -e ".[test,lint]"
   echo "$want" >"$stamp"
 fi

@@ -632,9 +632,9 @@ def test_subgroups_are_used_where_the_adapter_has_them(device):
 def test_kernel_cases_reach_every_pass(small_tuning_device):
     """The table above runs every first-pass kernel, loader and merge kernel the planner has."""
     seen = set()
-    for data_type, shape, axes, layout, *_ in KERNEL_CASES:
+    for data_type, shape, axes, kind, *_ in KERNEL_CASES:
         rng = np.random.default_rng(0)
-        x = in_layout(tie_values(data_type, shape, rng), layout, rng)
+        x = in_layout(tie_values(data_type, shape, rng), kind, rng)
         p = small_tuning_device.compile(ArgMaxOperatorDesc(dmlgpu.layout.describe(x)[0], axes=axes)).plan
         seen |= {p.kernel, p.loader, p.merge_kernel}
     assert seen >= {"reduce_segments", "reduce_thread", "reduce_columns", "load_quads", "load_packed",
