@@ -47,7 +47,7 @@ except ImportError as err:  # pragma: no cover - the message is the point
 from . import api
 from .device import Device, Tensor, default_device
 from .errors import DataError, ModelError
-from .numpy import with_sizes
+from .numpy import result_shape, with_sizes
 from .types import HARDMAX_TYPES, MAX_RANK, DataType, NanMode
 
 __all__ = ["DmlBackend", "DmlBackendRep", "prepare", "run_model", "run_node", "supports_device", "is_compatible"]
@@ -276,9 +276,7 @@ class DmlBackendRep(BackendRep):
         axes = _axes_for(step.op_type, step.attrs, rank, step.coerced_2d, step.name)
         if step.op_type == "Hardmax":
             return _Value(self._hardmax(x, axes), x.shape)
-        keep = step.attrs.get("keepdims", 1)
-        shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape)) if keep else \
-            tuple(n for i, n in enumerate(x.shape) if i not in axes)
+        shape = result_shape(x.shape, axes, step.attrs.get("keepdims", 1))
         if x.size == 0:
             if any(x.shape[a] == 0 for a in axes):
                 raise DataError(f"{step.name}: its input has shape {x.shape}; an arg-reduction over an axis "
