@@ -70,7 +70,7 @@ def _arg(op: str, a, axis, out, keepdims):
     axes = normalize_axis(axis, x.ndim)
     if any(x.shape[i] == 0 for i in axes):
         raise ValueError(f"attempt to get {op} of an empty sequence")
-    shape = () if scalar else result_shape(x.shape, axes, keepdims)
+    shape = () if scalar else result_shape(x.shape, axes, _truth(keepdims))
     if x.size == 0:  # nothing to reduce into: an empty result, as NumPy gives
         result = np.empty(shape, np.intp)
     else:
@@ -148,7 +148,12 @@ def _on_tensor(op: str, t: Tensor, axis, out, keepdims) -> Tensor:
         raise TypeError(f"out must be None when {op} runs on a dmlgpu Tensor (the result is a new Tensor)")
     axes = normalize_axis(axis, t.desc.rank)
     result = getattr(api, op)(t, axes, output_data_type=np.intp, nan_mode="propagate")
-    return with_sizes(result, result_shape(t.desc.sizes, axes, keepdims) or (1,))
+    return with_sizes(result, result_shape(t.desc.sizes, axes, _truth(keepdims)) or (1,))
+
+
+def _truth(keepdims) -> bool:
+    """``keepdims`` as NumPy reads it: its truth, and NumPy's own "not given" as False."""
+    return keepdims is not getattr(np, "_NoValue", None) and bool(keepdims)
 
 
 def with_sizes(t: Tensor, sizes) -> Tensor:

@@ -159,6 +159,12 @@ def test_python_sequences_and_scalars_as_numpy_reads_them():
     assert_identical(dnp.argmax(np.float32(2), axis=-1, keepdims=True), np.argmax(np.float32(2), axis=-1, keepdims=True))
 
 
+def test_keepdims_is_read_as_numpy_reads_it():
+    x = np.arange(6, dtype=np.int16).reshape(2, 3)
+    for keepdims in (None, 1, "yes", np._NoValue):
+        assert_identical(dnp.argmax(x, axis=1, keepdims=keepdims), np.argmax(x, axis=1, keepdims=keepdims))
+
+
 def test_bool_is_read_through_a_uint8_view_without_a_copy():
     mask = np.zeros((4, 8), bool)[:, ::2]
     mask[2, 1] = True
