@@ -32,7 +32,7 @@ import dmlgpu.onnx_backend as backend
 SELECTED = r"^test_(argmax|argmin|hardmax)_"
 
 #: Tests of these ops that use a type DirectML's operators lack, by name, with the reason.
-#: onnx 1.23 (what pip installs for Python 3.10-3.12 today) generates all of its 38 ArgMax,
+#: onnx 1.23 (what pip installs for Python 3.10-3.12 today) generates all of its 39 ArgMax,
 #: ArgMin and Hardmax node tests in FLOAT, so none is excluded; an onnx that adds, say, a DOUBLE
 #: or BFLOAT16 variant must have it listed here (prepare refuses it with a ModelError naming the
 #: type, so the test would fail until it is).
