@@ -84,7 +84,7 @@ def info(as_json: bool, levels: bool = True) -> int:
 
     summaries = [adapter_summary(a) for a in adapters()]
     if as_json:
-        report = {"adapters": summaries}
+        report: dict = {"adapters": summaries}
         if levels:
             report["feature_levels"] = {"default": DEFAULT_FEATURE_LEVEL.value, "levels": level_table()}
         print(json.dumps(report, indent=2))

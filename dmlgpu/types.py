@@ -160,7 +160,7 @@ class FeatureLevel(_Parsable):
         """The level whose rows this one uses: the highest modelled level at or below it."""
         return max(level for level in MODELLED_LEVELS if level <= self)
 
-    def __lt__(self, other):
+    def __lt__(self, other: object) -> bool:
         if not isinstance(other, FeatureLevel):
             return NotImplemented
         return self.code < other.code
