@@ -36,7 +36,7 @@ def main() -> None:
         x = rng.standard_normal((n // width, width), dtype=np.float32)
         want = np.argmax(x, 1)
         assert np.array_equal(dmlgpu.argmax(x, 1, device=device).ravel(), want)
-        calls = {"dmlgpu": lambda: dmlgpu.argmax(x, 1, device=device), "numpy": lambda: np.argmax(x, 1)}
+        calls = {"dmlgpu": lambda x=x: dmlgpu.argmax(x, 1, device=device), "numpy": lambda x=x: np.argmax(x, 1)}
         repeats = max(5, min(200, int(0.5 / max(1e-5, mib * 1e-3))))
         samples = {k: [] for k in calls}
         for _ in range(repeats):
