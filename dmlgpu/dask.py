@@ -162,7 +162,7 @@ def _check_array(x) -> None:
 def _stand_in(x, axes, data_type: DataType) -> TensorDesc:
     """A small tensor with ``x``'s rank and type, and the reduced axes' sizes where one DirectML
     tensor can hold them, so that the descriptor rules apply as they would to ``x``."""
-    count = math.prod(x.shape[a] if isinstance(a, int) and 0 <= a < x.ndim else 1 for a in axes)
+    count = math.prod(x.shape[a] if isinstance(a, (int, np.integer)) and 0 <= a < x.ndim else 1 for a in axes)
     sizes = [n if i in axes and count <= MAX_ELEMENTS else min(n, 1) for i, n in enumerate(x.shape)]
     return TensorDesc(data_type, sizes)
 
@@ -307,7 +307,10 @@ def gpu_adapters() -> list[int]:
     backend, else the first adapter (lavapipe on a machine without a GPU)."""
     from .runner import adapters
 
-    found = adapters()
+    return _gpus_among(adapters())
+
+
+def _gpus_among(found: list) -> list[int]:
     gpus = [i for i, a in enumerate(found) if a.info["adapter_type"] != "CPU" and a.info["backend_type"] != "OpenGL"]
     return gpus or [0][:len(found)]
 
@@ -327,9 +330,16 @@ def local_cluster(adapters=None, *, threads_per_worker: int = 1, memory_limit=No
     from distributed import Nanny, Scheduler, SpecCluster
     from distributed.system import MEMORY_LIMIT
 
-    adapters = gpu_adapters() if adapters is None else [int(a) for a in adapters]
+    from .runner import adapters as listed
+
+    found = listed()
+    adapters = _gpus_among(found) if adapters is None else list(adapters)
     if not adapters:
         raise ValueError("adapters is empty, but a cluster needs at least one worker")
+    for a in adapters:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool) or not 0 <= a < len(found):
+            raise ValueError(f"adapters holds {a!r}, but an adapter is an index from 0 to {len(found) - 1} "
+                             f"(dmlgpu info lists them)")
     memory_limit = memory_limit if memory_limit is not None else MEMORY_LIMIT // len(adapters)
     kwargs.setdefault("silence_logs", logging.WARN)
     workers = {}

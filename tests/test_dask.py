@@ -247,6 +247,12 @@ def test_import_without_dask_says_how_to_install_it():
 # --- dask.distributed: two worker processes, each with its own device on lavapipe
 
 
+def test_local_cluster_refuses_adapters_that_do_not_exist():
+    for adapters in ([], [99], [-1], ["#0"]):
+        with pytest.raises(ValueError, match="adapters"):
+            dd.local_cluster(adapters=adapters)
+
+
 @pytest.fixture(scope="module")
 def client():
     from distributed import Client
