@@ -1,13 +1,14 @@
 """dmlgpu.dask on every GPU of a host: one worker process per GPU, against one GPU, against
 merely uploading the same chunks, and against Dask's own NumPy argmax on the same cluster.
 
-    python benchmarks/dask_gpus.py                    # 8 GiB of FLOAT32 in 256 MiB chunks, all GPUs
+    python benchmarks/dask_gpus.py                    # 32 GiB of FLOAT32 in 256 MiB chunks, all GPUs
     python benchmarks/dask_gpus.py --json out.json    # the same, results also as JSON
     python benchmarks/dask_gpus.py --small            # 64 MiB in 4 MiB chunks (runs on lavapipe)
     python benchmarks/dask_gpus.py --small --adapters 0,0   # two workers on one adapter
 
 The array, (rows, cols) FLOAT32 reduced over axis 0 (a time axis), is larger than one GPU's
-storage binding (2 GiB on an H200) and chunked along both axes as a user would, so chunks are
+storage binding (2 GiB on an H200), large enough that the fixed cost of a Dask compute (tens
+of milliseconds) stays small beside the transfers, and chunked along both axes as a user would, so chunks are
 split along the reduced axis and their partials are merged. It is generated inside the
 workers (each block by NumPy's generator, seeded with ``--seed`` and the block's index), the
 blocks dealt to the workers in turn so that each holds an equal share, before anything is
@@ -62,11 +63,25 @@ def worker_adapters(client) -> dict:
 
     workers = client.scheduler_info()["workers"]
     futures = {w: client.submit(which, workers=[w], pure=False, allow_other_workers=False) for w in workers}
-    return {w: f"{workers[w]['name']}: {f.result()}" for w, f in futures.items()}
+    named = {w: f"{workers[w]['name']}: {f.result()}" for w, f in futures.items()}
+    return dict(sorted(named.items(), key=lambda item: item[1]))
 
 
 def random_block(seed: int, index: tuple, shape: tuple) -> np.ndarray:
-    return np.random.default_rng([seed, *index]).random(shape, dtype=np.float32)
+    """Uniform FLOAT32 in [0, 1), seeded by ``seed`` and the block's index; filled by a few
+    threads (NumPy lets go of the GIL while it fills), as a worker has one thread of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    out = np.empty(shape, np.float32)
+    parts = [p for p in np.array_split(np.arange(shape[0]), min(8, os.cpu_count() or 1)) if p.size]
+    seeds = np.random.SeedSequence([seed, *index]).spawn(len(parts))
+
+    def fill(i: int) -> None:
+        np.random.default_rng(seeds[i]).random(dtype=np.float32, out=out[parts[i][0]:parts[i][-1] + 1])
+
+    with ThreadPoolExecutor(len(parts)) as pool:
+        list(pool.map(fill, range(len(parts))))
+    return out
 
 
 def generate(client, shape, chunks, seed: int):
@@ -176,7 +191,7 @@ def line(row: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", action="store_true", help="64 MiB in 4 MiB chunks: a smoke run for lavapipe")
-    parser.add_argument("--gib", type=float, help="size of the array in GiB (default 8; 1/16 with --small)")
+    parser.add_argument("--gib", type=float, help="size of the array in GiB (default 32; 1/16 with --small)")
     parser.add_argument("--chunk-mib", type=float, help="bytes per chunk in MiB (default 256; 4 with --small)")
     parser.add_argument("--cols", type=int, help="columns (outputs) of the array (default 262144; 16384 with --small)")
     parser.add_argument("--adapters", help="comma-separated adapter indices (default: every GPU, see dmlgpu info)")
@@ -192,7 +207,7 @@ def main() -> int:
     import dmlgpu.dask as dd
     from dmlgpu.runner import adapters as all_adapters
 
-    gib = args.gib or (1 / 16 if args.small else 8)
+    gib = args.gib or (1 / 16 if args.small else 32)
     chunk_bytes = int((args.chunk_mib or (4 if args.small else 256)) * 2**20)
     cols = args.cols or (16384 if args.small else 262144)
     rows = int(gib * 2**30) // (4 * cols)
