@@ -82,7 +82,7 @@ def info(as_json: bool, levels: bool = True) -> int:
     from .runner import adapter_summary, adapters
     from .types import DEFAULT_FEATURE_LEVEL, level_table
 
-    summaries = [adapter_summary(a) for a in adapters()]
+    summaries = [{"index": i, **adapter_summary(a)} for i, a in enumerate(adapters())]
     if as_json:
         report: dict = {"adapters": summaries}
         if levels:
@@ -94,7 +94,7 @@ def info(as_json: bool, levels: bool = True) -> int:
     keys = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension",
             "max-compute-invocations-per-workgroup", "max-compute-workgroup-storage-size")
     for s in summaries:
-        print(f"{s['device']}  [{s['backend']}, {s['type']}]")
+        print(f"#{s['index']} {s['device']}  [{s['backend']}, {s['type']}]")
         for k in keys:
             print(f"  {k}: {s['limits'].get(k)}")
         print(f"  features: {', '.join(s['features'])}")
@@ -136,8 +136,9 @@ def explain_command(args) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dmlgpu", description=__doc__)
-    parser.add_argument("--adapter", help="a substring of the adapter's name (default: DMLGPU_ADAPTER, "
-                                          "else the high-performance adapter)")
+    parser.add_argument("--adapter", help="a substring of the adapter's name, or '#N' for the Nth adapter "
+                                          "'dmlgpu info' lists (default: DMLGPU_ADAPTER, else the "
+                                          "high-performance adapter)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run SPEC.md's worked examples against the oracle")
     p_info = sub.add_parser("info", help="list the adapters with their limits and features, and the feature "

@@ -340,6 +340,19 @@ class CompiledOperator:
             result.release()
 
 
+def _adapter_spec(adapter: str | None, index: int | None) -> str | None:
+    """``adapter``, or the ``"#N"`` form of ``index`` that ``runner.choose_adapter`` reads."""
+    if index is None:
+        return adapter
+    if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+        raise TypeError(f"adapter_index must be an int, not {type(index).__name__} ({index!r})")
+    if index < 0:
+        raise ValueError(f"adapter_index is {index}, but it must be >= 0")
+    if adapter is not None:
+        raise ValueError(f"adapter is {adapter!r} and adapter_index is {index}, but only one may be given")
+    return f"#{int(index)}"
+
+
 class Device:
     """One adapter opened for these operators (DirectML's IDMLDevice).
 
@@ -347,17 +360,19 @@ class Device:
     using it afterwards raises ``DeviceLostError``, as does a device the GPU lost.
     """
 
-    def __init__(self, adapter: str | None = None, *, feature_level=DEFAULT_FEATURE_LEVEL, int64: bool | None = None,
+    def __init__(self, adapter: str | None = None, *, adapter_index: int | None = None,
+                 feature_level=DEFAULT_FEATURE_LEVEL, int64: bool | None = None,
                  tuning: Tuning = Tuning(), smaller: dict | None = None):
-        """``adapter``: a substring of the adapter's name (default: ``DMLGPU_ADAPTER``, else
-        the high-performance adapter). ``int64=False`` forces the 32-bit-word path for
+        """``adapter``: a substring of the adapter's name, or ``"#N"`` (default:
+        ``DMLGPU_ADAPTER``, else the high-performance adapter); ``adapter_index=N`` is
+        ``"#N"``, the Nth adapter that ``dmlgpu info`` lists. ``int64=False`` forces the 32-bit-word path for
         64-bit inputs even where the adapter has ``shader-int64``. ``tuning`` changes the
         planner's thresholds and ``smaller`` lowers the adapter's binding and buffer limits
         and the memory it may hold (``"memory"``: bytes): the tests use them to reach every
         kernel, the pieces path and memory exhaustion on small inputs."""
         self.feature_level = FeatureLevel.parse(feature_level, "feature_level")
         self.tuning = tuning
-        self.runner = Runner(adapter, int64=int64, smaller=smaller)
+        self.runner = Runner(_adapter_spec(adapter, adapter_index), int64=int64, smaller=smaller)
         self._compiled = LruCache(KEPT_OPERATORS)
         self.by_call = LruCache(KEPT_OPERATORS)  # the NumPy-level API's operators, by call signature
         self._tensors: weakref.WeakSet = weakref.WeakSet()

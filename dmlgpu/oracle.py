@@ -107,6 +107,38 @@ def _one_hot(
     return np.ascontiguousarray(moved.transpose(np.argsort(order)))
 
 
+def order_keys(values: np.ndarray, *, want_max: bool, nan_mode: Union[str, NanMode] = "ignore") -> np.ndarray:
+    """Order-preserving uint64 keys of ``values``: the larger key is the better candidate.
+
+    ``want_max`` (ARGMAX, HARDMAX) keeps the values' order, ``want_max=False`` (ARGMIN)
+    reverses it. Equal keys are exactly the ties of SPEC.md section 2: integers map one to
+    one (64-bit included), ``-0.0`` and ``+0.0`` share a key, every NaN gets one key, the
+    lowest under ``nan_mode="ignore"`` and the highest under ``"propagate"``. So picking the
+    largest key, then the smallest index (INCREASING) or the largest (DECREASING) among
+    equal keys, is this module's reduction, in any order of merging; ``dmlgpu.dask``
+    combines partial results that way. (The shaders build the same order in WGSL, in
+    ``shaders/key_*.wgsl``; these keys need not equal theirs bit for bit.)
+    """
+    mode = NanMode.parse(nan_mode, "nan_mode")
+    values = np.asarray(values)
+    values = values.astype(values.dtype.newbyteorder("="), copy=False)
+    kind, bits = values.dtype.kind, values.dtype.itemsize * 8
+    u = values.view(f"u{bits // 8}").astype(np.uint64)
+    if kind == "u":
+        return u if want_max else ~u
+    if kind == "i":
+        u ^= np.uint64(1 << (bits - 1))  # two's complement to offset binary: order kept
+        return u if want_max else ~u
+    if kind != "f" or bits > 32:
+        raise TypeError(f"values have dtype {values.dtype}, but order_keys takes the ten input types of SPEC.md")
+    sign = np.uint64(1 << (bits - 1))
+    u = np.where(values == 0, np.uint64(0), u)  # -0.0 takes +0.0's bits
+    ordered = np.where(u & sign, ~u & np.uint64((1 << bits) - 1), u | sign)  # in [0, 2**bits)
+    keys = ordered + np.uint64(1) if want_max else np.uint64(1 << bits) - ordered  # in [1, 2**bits]
+    nan_key = 0 if mode is NanMode.IGNORE else (1 << bits) + 1
+    return np.where(np.isnan(values), np.uint64(nan_key), keys)
+
+
 def argmax(
     x: np.ndarray,
     axes: Axes,
@@ -161,4 +193,4 @@ def _axes_tuple(axes) -> Sequence[int]:
     return axes
 
 
-__all__ = ["view", "evaluate", "argmax", "argmin", "hardmax"]
+__all__ = ["view", "evaluate", "argmax", "argmin", "hardmax", "order_keys"]

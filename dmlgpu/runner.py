@@ -112,8 +112,15 @@ def native_unsupported() -> str | None:
 
 
 def adapters() -> list:
-    """Every adapter wgpu can see."""
-    return list(wgpu.gpu.enumerate_adapters_sync())
+    """Every adapter wgpu can see, in the order adapter indices count (``"#0"``, ``"#1"``, ...).
+
+    That is wgpu's enumeration order with native backends (Vulkan, Metal, D3D12) before
+    OpenGL and GPUs before software adapters (type CPU, e.g. lavapipe), the order otherwise
+    kept; so on a host with two GPUs they are ``#0`` and ``#1`` whatever else is installed.
+    Identical GPUs keep the order their driver enumerates them in, which is fixed for a host.
+    """
+    found = list(wgpu.gpu.enumerate_adapters_sync())
+    return sorted(found, key=lambda a: (a.info["backend_type"] == "OpenGL", a.info["adapter_type"] == "CPU"))
 
 
 def adapter_summary(adapter) -> dict:
@@ -129,10 +136,13 @@ def adapter_summary(adapter) -> dict:
 
 
 def choose_adapter(name: str | None = None):
-    """The adapter whose name contains ``name`` (case-insensitive), else the high-performance one.
+    """The adapter ``name`` picks, else the high-performance one.
 
-    ``name`` defaults to the environment variable ``DMLGPU_ADAPTER``. Among several
-    matches, native backends (Vulkan, Metal, D3D12) come before OpenGL.
+    ``name`` is a substring of the adapter's name (case-insensitive), or ``"#N"``: the
+    adapter at index N of ``adapters()`` (identical GPUs have identical names, so only an
+    index tells them apart; no adapter name holds ``#``). It defaults to the environment
+    variable ``DMLGPU_ADAPTER``. Among several name matches, native backends (Vulkan,
+    Metal, D3D12) come before OpenGL.
     """
     name = name if name is not None else os.environ.get("DMLGPU_ADAPTER") or None
     try:
@@ -146,11 +156,18 @@ def choose_adapter(name: str | None = None):
         raise
     except Exception as err:  # wgpu could not load any backend
         raise AdapterError(f"{NO_ADAPTER_HELP} ({err})") from None
+    listed = ", ".join(f"#{i} {a.info['device']} ({a.info['backend_type']})" for i, a in enumerate(found)) or "none"
+    if name.strip().startswith("#"):
+        digits = name.strip()[1:]
+        if not digits.isdigit():
+            raise AdapterError(f"adapter is {name!r}, but an index is '#' and digits, e.g. '#1'")
+        if int(digits) >= len(found):
+            raise AdapterError(f"adapter is {name!r}, but there is no adapter at that index; adapters: {listed}")
+        return found[int(digits)]
     matches = [a for a in found if name.lower() in a.info["device"].lower()]
     matches.sort(key=lambda a: a.info["backend_type"] == "OpenGL")
     if not matches:
-        names = ", ".join(f"{a.info['device']} ({a.info['backend_type']})" for a in found) or "none"
-        raise AdapterError(f"adapter is {name!r}, but no adapter's name contains it; adapters: {names}")
+        raise AdapterError(f"adapter is {name!r}, but no adapter's name contains it; adapters: {listed}")
     return matches[0]
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent setup: a Vulkan driver (Mesa's lavapipe if none is installed), then .venv with
-# dmlgpu installed editable plus the test and lint extras. Safe to run again; it skips what is done.
+# dmlgpu installed editable plus the test extras (onnx, dask) and the lint extras. Safe to run
+# again; it skips what is done.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -222,6 +222,7 @@ def test_info_json_keeps_the_adapters_and_adds_the_levels(capsys):
     report = json.loads(capsys.readouterr().out)
     assert set(report) == {"adapters", "feature_levels"}
     assert report["adapters"] and all("device" in a and "limits" in a for a in report["adapters"])
+    assert [a["index"] for a in report["adapters"]] == list(range(len(report["adapters"])))
     levels = report["feature_levels"]
     assert levels["default"] == "5.1"
     assert levels["levels"] == level_table()

@@ -548,6 +548,31 @@ def test_adapter_choice_by_name(device):
     assert same.name == device.name or device.name[:6].lower() in same.name.lower()
 
 
+def test_adapter_choice_by_index(monkeypatch):
+    """``#N`` (in ``adapter``, ``DMLGPU_ADAPTER`` or ``--adapter``) and ``adapter_index=N`` pick
+    the Nth adapter of ``runner.adapters()``: native backends before OpenGL, GPUs before CPUs."""
+    from dmlgpu.runner import adapters
+
+    found = adapters()
+    kinds = [(a.info["backend_type"] == "OpenGL", a.info["adapter_type"] == "CPU") for a in found]
+    assert kinds == sorted(kinds)
+    assert dmlgpu.Device(adapter_index=0).runner.adapter.info == found[0].info
+    assert dmlgpu.Device("#0").name == found[0].info["device"]
+    monkeypatch.setenv("DMLGPU_ADAPTER", " #0 ")
+    assert dmlgpu.Device().name == found[0].info["device"]
+    with pytest.raises(dmlgpu.AdapterError, match=rf"adapter is '#{len(found)}', but there is no adapter at that "
+                                                  r"index; adapters: #0 "):
+        dmlgpu.Device(adapter_index=len(found))
+    with pytest.raises(dmlgpu.AdapterError, match=r"adapter is '#one', but an index is '#' and digits"):
+        dmlgpu.Device("#one")
+    with pytest.raises(TypeError, match=r"adapter_index must be an int, not str \('1'\)"):
+        dmlgpu.Device(adapter_index="1")
+    with pytest.raises(ValueError, match=r"adapter_index is -1, but it must be >= 0"):
+        dmlgpu.Device(adapter_index=-1)
+    with pytest.raises(ValueError, match=r"adapter is 'llvm' and adapter_index is 0, but only one may be given"):
+        dmlgpu.Device("llvm", adapter_index=0)
+
+
 # --- every kernel the planner can choose, with thresholds shrunk so small inputs reach them
 
 

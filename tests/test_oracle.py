@@ -364,3 +364,42 @@ def test_a_few_million_elements_in_well_under_a_second(shape, axes):
     oracle.argmax(x, axes, axis_direction="decreasing", nan_mode="propagate")
     oracle.hardmax(x, axes)
     assert time.perf_counter() - start < 1.0
+
+
+# --- order_keys: the oracle's order as integers (dmlgpu.dask merges partial results by them)
+
+
+def _by_keys(keys: np.ndarray, increasing: bool) -> np.ndarray:
+    """Per column: the largest key, then the smallest (or largest) index among equal keys."""
+    best = keys == keys.max(axis=0, keepdims=True)
+    return np.argmax(best, axis=0) if increasing else keys.shape[0] - 1 - np.argmax(best[::-1], axis=0)
+
+
+@pytest.mark.parametrize("dtype", ALL_TYPES)
+@pytest.mark.parametrize("mode", ["ignore", "propagate"])
+def test_order_keys_reduce_as_the_oracle_does(dtype, mode):
+    rng = np.random.default_rng(7)
+    info = np.iinfo(dtype) if dtype in INT_TYPES else np.finfo(dtype)
+    special = [info.min, info.max, 0, 1]
+    if dtype not in INT_TYPES:
+        special += [-0.0, np.inf, -np.inf, NAN, NAN, info.smallest_subnormal, -info.smallest_subnormal]
+    x = rng.choice(np.array(special, dtype), size=(12, 400))
+    x[:, :5] = NAN if dtype not in INT_TYPES else x[:, :5]  # all-NaN columns
+    for want_max, op in ((True, oracle.argmax), (False, oracle.argmin)):
+        keys = oracle.order_keys(x, want_max=want_max, nan_mode=mode)
+        assert keys.dtype == np.uint64 and keys.shape == x.shape
+        for direction in ("increasing", "decreasing"):
+            want = op(x, 0, axis_direction=direction, nan_mode=mode).ravel()
+            np.testing.assert_array_equal(_by_keys(keys, direction == "increasing"), want)
+
+
+def test_order_keys_tie_exactly_the_equal_values():
+    floats = np.array([-0.0, 0.0, NAN, -NAN, np.float32(1e-45), -np.inf, np.inf], np.float32)
+    keys = oracle.order_keys(floats, want_max=True, nan_mode="ignore")
+    assert keys[0] == keys[1] and keys[2] == keys[3] == 0 and len(set(keys.tolist())) == 5
+    assert oracle.order_keys(floats, want_max=False, nan_mode="propagate")[2] == 2**32 + 1
+    big = np.array([2**63 - 1, 2**63 - 2, -(2**63), -1], np.int64)  # beyond float precision
+    assert oracle.order_keys(big, want_max=True).argsort().tolist() == [2, 3, 1, 0]
+    assert oracle.order_keys(big.astype(">i8"), want_max=False).argsort().tolist() == [0, 1, 3, 2]
+    with pytest.raises(TypeError, match="float64"):
+        oracle.order_keys(np.zeros(2), want_max=True)

@@ -1,0 +1,293 @@
+"""dmlgpu.dask against the NumPy-level functions: random chunkings, ties and NaN across chunk
+boundaries, every type, several axes; the same on a two-process ``distributed`` cluster.
+
+Under CI (``CI=true``) a missing Dask fails the suite rather than skipping it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dmlgpu
+from dmlgpu.errors import DescriptorError
+
+if os.environ.get("CI") == "true":
+    import dask.array as da  # CI installs the dask extra: never skip there
+else:
+    da = pytest.importorskip("dask.array", reason="the dask extra is not installed: pip install dmlgpu[dask]")
+
+import dmlgpu.dask as dd  # noqa: E402
+
+INT_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+ALL_TYPES = ["float32", "float16", *INT_TYPES]
+OUT_TYPES = ["uint32", "int32", "uint64", "int64"]
+NAN = np.nan
+
+
+def random_chunks(rng, shape) -> tuple:
+    """A random chunking of ``shape``: one chunk, single elements, or random cuts."""
+    chunks = []
+    for n in shape:
+        style = rng.integers(3)
+        if style == 0 or n == 1:
+            chunks.append((n,))
+        elif style == 1:
+            chunks.append((1,) * n)
+        else:
+            cuts = np.sort(rng.choice(np.arange(1, n), size=rng.integers(1, n), replace=False))
+            chunks.append(tuple(np.diff(np.concatenate([[0], cuts, [n]])).tolist()))
+    return tuple(chunks)
+
+
+def tie_heavy(rng, dtype, shape) -> np.ndarray:
+    """Values from a few levels so that ties happen, the type's ends included; floats also get
+    NaN and both zeros."""
+    if dtype in INT_TYPES:
+        info = np.iinfo(dtype)
+        levels = np.array([info.min, info.min + 1, 0, 1, info.max - 1, info.max], dtype)
+    else:
+        levels = np.array([-np.inf, -1.5, -0.0, 0.0, 2.0, np.inf, NAN], dtype)
+    return rng.choice(levels, size=shape)
+
+
+def check(dask_fn, numpy_fn, x, chunks, axes, **kwargs):
+    got = dask_fn(da.from_array(x, chunks=chunks), axes, **kwargs)
+    want = numpy_fn(x, axes, **kwargs)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    value = got.compute()
+    assert value.dtype == want.dtype
+    np.testing.assert_array_equal(value, want, err_msg=f"chunks={chunks} axes={axes} {kwargs}")
+
+
+@pytest.mark.parametrize("dtype", ALL_TYPES)
+def test_random_chunkings_match_the_numpy_level_functions(dtype):
+    rng = np.random.default_rng(ALL_TYPES.index(dtype))
+    for case in range(4):
+        shape = tuple(rng.integers(1, 6, size=rng.integers(1, 4)))
+        x = tie_heavy(rng, dtype, shape)
+        axes = tuple(sorted(rng.choice(len(shape), size=rng.integers(1, len(shape) + 1), replace=False).tolist()))
+        if rng.integers(2):
+            axes = tuple(a - len(shape) for a in reversed(axes))  # negative and unordered axes too
+        op = ("argmax", "argmin")[case % 2]
+        kwargs = dict(axis_direction=("increasing", "decreasing")[(case // 2) % 2],
+                      nan_mode=("ignore", "propagate")[rng.integers(2)], output_data_type=OUT_TYPES[case % 4])
+        check(getattr(dd, op), getattr(dmlgpu, op), x, random_chunks(rng, shape), axes, **kwargs)
+
+
+@pytest.mark.parametrize("direction", ["increasing", "decreasing"])
+def test_ties_straddling_chunk_boundaries(direction):
+    x = np.zeros((4, 9), np.float32)
+    x[:, 2] = x[:, 3] = x[:, 6] = 5.0  # maxima each side of the cuts after 3 and 6
+    x[1, 4], x[2, 0], x[3, 8] = 5.0, -1.0, 5.0
+    for chunks in [(4, 3), (1, (3, 3, 3)), (2, (1, 2, 1, 1, 2, 2))]:
+        for axes in [1, (0, 1)]:
+            for op in ("argmax", "argmin"):
+                check(getattr(dd, op), getattr(dmlgpu, op), x, chunks, axes, axis_direction=direction)
+    # DirectML's own example, one element per chunk
+    for op, values, first, last in [("argmax", [3, 2, 1, 2, 3], 0, 4), ("argmin", [1, 2, 3, 2, 1], 0, 4)]:
+        got = getattr(dd, op)(da.from_array(np.array(values, np.float32), chunks=1), 0, axis_direction=direction)
+        assert got.compute().tolist() == [first if direction == "increasing" else last]
+
+
+@pytest.mark.parametrize("mode", ["ignore", "propagate"])
+@pytest.mark.parametrize("direction", ["increasing", "decreasing"])
+def test_nan_across_chunks(mode, direction):
+    x = np.array([[NAN, NAN, NAN, NAN, NAN, NAN],  # all NaN: the tie rule, across chunks
+                  [NAN, 1.0, NAN, 3.0, NAN, 3.0],  # NaN in every chunk, numbers in some
+                  [2.0, 2.0, 2.0, NAN, 2.0, 2.0],  # one NaN in the middle chunk
+                  [-0.0, 0.0, -0.0, 0.0, 0.0, -0.0]], np.float32)  # signed zeros tie
+    for dtype, chunkings in [("float32", [(1, 1), (4, (1, 4, 1)), (2, 3)]), ("float16", [(2, 2)])]:
+        for chunks in chunkings:
+            for axes in [1, (0, 1)]:
+                for op in ("argmax", "argmin"):
+                    check(getattr(dd, op), getattr(dmlgpu, op), x.astype(dtype), chunks, axes,
+                          axis_direction=direction, nan_mode=mode)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_64_bit_values_beyond_float_precision_across_chunks(dtype):
+    top = np.iinfo(dtype).max
+    x = np.array([top - 3, top - 1, top - 2, top - 1, top, top - 4, top], dtype)
+    low = np.array([np.iinfo(dtype).min + k for k in (3, 1, 2, 1, 0, 4, 0)], dtype)
+    for values in (x, low):
+        for direction in ("increasing", "decreasing"):
+            for op in ("argmax", "argmin"):
+                check(getattr(dd, op), getattr(dmlgpu, op), values, 2, 0, axis_direction=direction,
+                      output_data_type="int64")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("mode", ["ignore", "propagate"])
+def test_hardmax_keeps_the_chunking(dtype, mode):
+    rng = np.random.default_rng(5)
+    x = tie_heavy(rng, dtype, (5, 4, 6))
+    x[0] = NAN
+    for chunks in [(2, 3, 4), (5, 1, (2, 4)), (5, 4, 6)]:
+        for axes in [0, (0, 2), (0, 1, 2)]:
+            got = dd.hardmax(da.from_array(x, chunks=chunks), axes, nan_mode=mode)
+            assert got.chunks == da.from_array(x, chunks=chunks).chunks and got.dtype == x.dtype
+            np.testing.assert_array_equal(got.compute(), dmlgpu.hardmax(x, axes, nan_mode=mode))
+
+
+def test_spec_examples_chunk_by_chunk():
+    grid = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
+    g = da.from_array(grid, chunks=1)
+    assert dd.argmax(g, (0, 1)).compute().tolist() == [[7]]
+    assert dd.argmin(g, 0).compute().tolist() == [[0, 1, 2]]
+    cube = da.from_array(np.array([[[12, 0], [-101, 11]], [[3, 234], [0, -101]]], np.float32), chunks=1)
+    assert dd.hardmax(cube, (0, 2)).compute().tolist() == [[[0, 0], [0, 1]], [[0, 1], [0, 0]]]
+
+
+def test_empty_chunks_and_a_split_every_of_two():
+    x = np.arange(40, dtype=np.int32).reshape(5, 8) % 7
+    for chunks in [((2, 0, 3), (3, 0, 5)), ((0, 5), 8)]:
+        for axes in [0, 1, (0, 1)]:
+            for direction in ("increasing", "decreasing"):
+                check(dd.argmax, dmlgpu.argmax, x, chunks, axes, axis_direction=direction)
+    got = dd.argmin(da.from_array(x, chunks=1), (0, 1), split_every=2, axis_direction="decreasing")
+    assert got.compute().tolist() == [[int(dmlgpu.argmin(x, (0, 1), axis_direction="decreasing")[0, 0])]]
+
+
+def test_merge_rule_is_independent_of_order():
+    rng = np.random.default_rng(1)
+    pairs = np.empty((12, 50), dd.PAIR)
+    pairs["key"] = rng.integers(0, 3, pairs.shape)
+    pairs["index"] = rng.permutation(12 * 50).reshape(pairs.shape)
+    for increasing in (True, False):
+        want = dd.merge_pairs(pairs, (0,), increasing=increasing)
+        for _ in range(5):
+            shuffled = pairs[rng.permutation(12)]
+            halves = np.concatenate([dd.merge_pairs(shuffled[:5], (0,), increasing=increasing),
+                                     dd.merge_pairs(shuffled[5:], (0,), increasing=increasing)])
+            np.testing.assert_array_equal(dd.merge_pairs(halves, (0,), increasing=increasing), want)
+
+
+def test_threaded_scheduler_shares_the_default_device():
+    """Dask's default scheduler runs chunks on several threads at once, on one device."""
+    import dask
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 50, (64, 48)).astype(np.float32)
+    with dask.config.set(scheduler="threads", num_workers=4):
+        for axes in [0, (0, 1)]:
+            check(dd.argmax, dmlgpu.argmax, x, (8, 6), axes, axis_direction="decreasing")
+        check(dd.hardmax, dmlgpu.hardmax, x, (8, 6), 0)
+
+
+def test_a_given_device_runs_every_chunk(device):
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    before = device.runner.pipeline_count
+    got = dd.argmax(da.from_array(x, chunks=2), 1, device=device).compute(scheduler="sync")
+    assert got.ravel().tolist() == [5] * 4 and device.runner.pipeline_count >= before
+
+
+def test_bad_arguments_are_refused_when_the_graph_is_built():
+    x = da.zeros((4, 6), dtype=np.float32, chunks=2)
+    with pytest.raises(TypeError, match="x must be a dask.array.Array, not ndarray"):
+        dd.argmax(np.zeros(3, np.float32), 0)
+    with pytest.raises(DescriptorError, match=r"axes"):
+        dd.argmax(x, 2)
+    with pytest.raises(DescriptorError, match=r"axes"):
+        dd.argmin(x, (0, 0))
+    with pytest.raises(DescriptorError, match="axis_direction is 'sideways'"):
+        dd.argmax(x, 0, axis_direction="sideways")
+    with pytest.raises(DescriptorError, match="nan_mode is 'loud'"):
+        dd.argmax(x, 0, nan_mode="loud")
+    with pytest.raises(TypeError, match="x.dtype is float64"):
+        dd.argmax(da.zeros(3, chunks=1), 0)
+    with pytest.raises(DescriptorError, match="INT32"):
+        dd.hardmax(x.astype(np.int32), 0)
+    with pytest.raises(DescriptorError, match="output_tensor.data_type is FLOAT32"):
+        dd.argmax(x, 0, output_data_type="float32")
+    with pytest.raises(ValueError, match="unknown size"):
+        dd.argmax(x[x[:, 0] > 0], 0)
+
+
+def test_index_capacity_is_checked_over_the_whole_reduction():
+    """A Dask array may reduce more elements than one DirectML tensor holds; the output type
+    must still hold every index. Only the graph is built here."""
+    big = da.zeros((2**31 + 1,), dtype=np.uint8, chunks=2**30)
+    with pytest.raises(DescriptorError, match=r"INT32, but the 2147483649 reduced elements"):
+        dd.argmax(big, 0, output_data_type="int32")
+    assert dd.argmax(big, 0).dtype == np.uint32
+    huge = da.zeros((3, 2**32 + 7), dtype=np.uint8, chunks=2**30)
+    with pytest.raises(DescriptorError, match=r"UINT32, but the 4294967303 reduced elements"):
+        dd.argmax(huge, 1)
+    assert dd.argmin(huge, 1, output_data_type="uint64").shape == (3, 1)
+    assert dd.argmax(huge, 0).shape == (1, 2**32 + 7)
+
+
+def test_a_chunk_that_fails_surfaces_at_compute():
+    """Bad data in one chunk (here a chunk of float64, which no operator takes) raises when
+    computed, naming the problem."""
+    x = da.zeros((6, 4), dtype=np.float32, chunks=2)
+    bad = x.map_blocks(lambda b, block_info=None: b.astype(np.float64) if block_info[0]["chunk-location"] == (1, 0)
+                       else b, dtype=np.float32)
+    whole = da.zeros((6, 4), dtype=np.float32, chunks=(2, 4)).map_blocks(
+        lambda b, block_info=None: b.astype(np.float64) if block_info[0]["chunk-location"] == (1, 0) else b,
+        dtype=np.float32)  # reduced axes whole in every chunk: the path without a merge
+    for result in (dd.argmax(bad, 0), dd.hardmax(bad, 0), dd.argmin(bad, 1), dd.argmin(whole, 1),
+                   dd.hardmax(whole, 1)):
+        with pytest.raises(TypeError, match=r"^chunk \(\d, 0\) of x, on adapter '.+': x.dtype is float64, but"):
+            result.compute()
+
+
+def test_import_without_dask_says_how_to_install_it():
+    code = ("import sys; sys.modules['dask'] = None; sys.modules['dask.array'] = None\n"
+            "try:\n    import dmlgpu.dask\nexcept ImportError as e:\n    print(e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "pip install dmlgpu[dask]" in out
+
+
+# --- dask.distributed: two worker processes, each with its own device on lavapipe
+
+
+def test_local_cluster_refuses_adapters_that_do_not_exist():
+    for adapters in ([], [99], [-1], ["#0"]):
+        with pytest.raises(ValueError, match="adapters"):
+            dd.local_cluster(adapters=adapters)
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client
+
+    with dd.local_cluster(adapters=[0, 0]) as cluster, Client(cluster) as client:
+        yield client
+
+
+def test_local_cluster_pins_each_worker_to_its_adapter(client, device):
+    env = client.run(lambda: os.environ.get("DMLGPU_ADAPTER"))
+    assert sorted(env.values()) == ["#0", "#0"]
+    names = client.run(lambda: dmlgpu.default_device().name)
+    assert set(names.values()) == {dmlgpu.runner.adapters()[0].info["device"]}
+    assert len({pid for pid in client.run(os.getpid).values()} | {os.getpid()}) == 3
+
+
+def test_distributed_matches_the_numpy_level_functions(client):
+    """Regular chunks (one chunk shape, so each worker compiles few operators)."""
+    rng = np.random.default_rng(11)
+    x = tie_heavy(rng, "float32", (8, 6, 4))
+    arr = da.from_array(x, chunks=(2, 3, 2))
+    for op, axes, kwargs in [("argmax", (0, 2), {}), ("argmin", 1, {"axis_direction": "decreasing",
+                                                                     "nan_mode": "propagate",
+                                                                     "output_data_type": "int64"})]:
+        got = client.compute(getattr(dd, op)(arr, axes, **kwargs)).result()
+        np.testing.assert_array_equal(got, getattr(dmlgpu, op)(x, axes, **kwargs))
+    np.testing.assert_array_equal(client.compute(dd.hardmax(arr, (0, 2))).result(), dmlgpu.hardmax(x, (0, 2)))
+    ints = da.random.default_rng(2).integers(-5, 5, (8, 6), chunks=(2, 3)).astype(np.int64)  # made on the workers
+    np.testing.assert_array_equal(dd.argmin(ints, 0).compute(), dmlgpu.argmin(ints.compute(), 0))
+
+
+def test_distributed_failure_surfaces_at_compute(client):
+    x = da.zeros((6, 4), dtype=np.float32, chunks=2)
+    bad = x.map_blocks(lambda b, block_info=None: b.astype(np.float64) if block_info[0]["chunk-location"] == (2, 1)
+                       else b, dtype=np.float32)
+    with pytest.raises(TypeError, match=r"^chunk \(2, 1\) of x, on adapter '.+': x.dtype is float64"):
+        client.compute(dd.argmax(bad, (0, 1))).result()
+    assert dd.argmax(x, (0, 1)).compute().tolist() == [[0]]  # the workers carry on
