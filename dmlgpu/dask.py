@@ -164,7 +164,7 @@ def _stand_in(x, axes, data_type: DataType) -> TensorDesc:
     tensor can hold them, so that the descriptor rules apply as they would to ``x``."""
     count = math.prod(x.shape[a] if isinstance(a, (int, np.integer)) and 0 <= a < x.ndim else 1 for a in axes)
     sizes = [n if i in axes and count <= MAX_ELEMENTS else min(n, 1) for i, n in enumerate(x.shape)]
-    return TensorDesc(data_type, sizes)
+    return TensorDesc(data_type, tuple(sizes))
 
 
 def _whole(x, axes) -> bool:
