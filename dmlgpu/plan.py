@@ -36,6 +36,15 @@ class Tuning:
     merge_workgroup_above: int = 64
     #: Merge within subgroups with shuffles where the adapter has them (off: the tree alone).
     subgroups: bool = True
+    #: The segments kernel's walk over 16-byte quads: each thread loads this many quads before
+    #: it folds them (loads in flight), and carries multi-axis offsets without divisions
+    #: (0: the walk before, one quad at a time, an offset's division per quad).
+    batch: int = 4
+    #: In that walk, quads are first tested against the best key of the thread's subgroup
+    #: (shared after every batch where a subgroup lies in one segment, else the thread's own),
+    #: and only those that may win get exact keys; for walks of at least this many quads a
+    #: thread (0: never).
+    skip_min_quads: int = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +91,8 @@ class Plan:
     nan_mode: NanMode
     int64: bool  # 64-bit keys as native u64 (True) or as two u32 words (False)
     subgroups: bool  # segments that fit a subgroup merge with shuffles
+    batch: int  # quads a thread of reduce_segments loads at once (0: the one-at-a-time walk)
+    skip_test: bool  # in that walk, quads that cannot beat the subgroup's best are skipped
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
@@ -278,6 +289,10 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         loader = "load_pairs"
     else:
         loader = "load_quads" if per_quad or kernel == "reduce_columns" else "load_packed"
+    # The batched walk reads quads of contiguous rows (or whole-quad inner rows); a thread
+    # that walks many of them tests each against the best so far before keying it.
+    batch = tuning.batch if kernel == "reduce_segments" and loader == "load_quads" else 0
+    skip_test = bool(batch and tuning.skip_min_quads and chunk // per_quad // segment >= tuning.skip_min_quads)
     merge_kernel, merge_grid = (None, None) if partials_only else merge_pass(split, outputs, caps, tuning)
     max_dim = caps.max_workgroups_per_dim
     return Plan(
@@ -290,6 +305,8 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         nan_mode=nan_mode,
         int64=caps.shader_int64,
         subgroups=caps.subgroups and tuning.subgroups,
+        batch=batch,
+        skip_test=skip_test,
         kept=kept,
         reduced=reduced,
         workgroup_size=wg,

@@ -69,6 +69,9 @@ def shader_sources(plan: Plan) -> list[str]:
         "INCREASING": plan.increasing,
         "SEG": plan.segment,
         "REMAP": plan.remaps_index,
+        "ONE_CHUNK": plan.split == 1,
+        "BATCH": plan.batch,
+        "SKIP_TEST": plan.skip_test,
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
@@ -82,6 +85,8 @@ def shader_sources(plan: Plan) -> list[str]:
     for parts in passes:  # kernels whose threads cooperate merge within segments
         if parts[-1] in ("reduce_segments", "merge_partials_workgroup"):
             parts[-1:-1] = cooperation
+        if parts[-1] == "reduce_segments":
+            parts[-1:-1] = ["walk_batched" if plan.batch else "walk_strided"]
     return [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
 
 

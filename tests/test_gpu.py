@@ -592,3 +592,78 @@ def test_an_error_on_a_pieced_device_leaves_it_working(small_limits_device):
     with pytest.raises(dmlgpu.DescriptorError, match="axes"):
         dmlgpu.argmax(np.zeros((40, 50), np.float32).T, (0, 2), device=small_limits_device)
     assert dmlgpu.argmax(np.arange(5000, dtype=np.float32), 0, device=small_limits_device).item() == 4999
+
+
+# --- the segments kernel's batched walk and its skip test (walk_batched.wgsl) ---------
+
+
+def hard_rows(data_type: DataType, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Rows that stress a walk which skips quads: drawn from few pool values (ties and special
+    values everywhere), rising (every quad a new best), falling, all equal, the extremes of
+    the type planted at quad and thread boundaries, and signed zeros around the best."""
+    dtype = data_type.numpy
+    pool = value_pool(data_type)
+    rows = [tie_values(data_type, n, rng, pool_size=k) for k in (2, 3, 4, 4)]
+    rows += [np.sort(rng.choice(pool, n)), np.sort(rng.choice(pool, n))[::-1], np.full(n, pool[rng.integers(len(pool))])]
+    extremes = np.full(n, pool[len(pool) // 2], dtype)
+    top, bottom = (np.inf, -np.inf) if data_type.is_float else (np.iinfo(dtype).max, np.iinfo(dtype).min)
+    for p in (3, 4, 31, 32, 33, 127, 128, n - 1):
+        extremes[p % n] = top if p % 2 else bottom
+    rows.append(extremes)
+    if data_type.is_float:
+        zeros = np.where(rng.random(n) < 0.5, 0.0, -0.0).astype(dtype)
+        zeros[rng.integers(n, size=3)] = np.finfo(dtype).smallest_subnormal * np.array([1, -1, 1], dtype)
+        rows += [zeros, np.full(n, np.nan, dtype)]
+    return np.stack(rows).astype(dtype)
+
+
+@pytest.fixture(scope="module", params=["pooled", "per-thread", "no-subgroups"])
+def walk_device(request):
+    """Small workgroups whose segments walk many quads each, skip test on. "pooled": segments
+    of 32 threads, so a subgroup (8 on lavapipe, 32 on NVIDIA) walks one chunk and shares its
+    best; "per-thread": segments of 4 threads, so a subgroup spans several rows and each
+    thread tests against its own best; "no-subgroups": the tree and per-thread bests."""
+    from dmlgpu.plan import Tuning
+
+    loads = {"pooled": 8, "per-thread": 64, "no-subgroups": 8}[request.param]
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=loads, batch=3, skip_min_quads=2,
+                                       target_workgroups=4, min_chunk_per_lane=4, subgroups=request.param != "no-subgroups"))
+
+
+@pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
+def test_batched_walk_with_skip_test(walk_device, data_type):
+    rng = np.random.default_rng(zlib.crc32(data_type.name.encode()))
+    x = hard_rows(data_type, 4000 // data_type.size, rng)
+    plan = walk_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[1])).plan
+    assert plan.kernel == "reduce_segments" and plan.batch == 3 and plan.skip_test
+    ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
+    for op in ops:
+        for direction in (["increasing"] if op == "hardmax" else ["increasing", "decreasing"]):
+            for nan_mode in (["ignore", "propagate"] if data_type.is_float else ["ignore"]):
+                kwargs = {"nan_mode": nan_mode} | ({} if op == "hardmax" else {"axis_direction": direction})
+                assert_same(*run_both(op, x, 1, walk_device, **kwargs))
+
+
+def test_batched_walk_splits_and_output_types(walk_device):
+    """Chunks of one row each walk with their own best (a split), a ragged tail after the
+    quads, and the indices come out as every output type."""
+    rng = np.random.default_rng(12)
+    x = tie_values(DataType.FLOAT32, 9003, rng, pool_size=3)
+    assert walk_device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", x.shape), axes=[0])).plan.split > 1
+    for out_type in INDEX_TYPES:
+        for direction in ("increasing", "decreasing"):
+            assert_same(*run_both("argmin", x, 0, walk_device, axis_direction=direction, output_data_type=out_type))
+
+
+@pytest.mark.parametrize("shape, axes", [((6, 3, 200), (0, 2)), ((7, 2, 640), (0, 2)), ((5, 2, 3, 40), (0, 1, 3)), ((3, 50, 2, 16), (1, 3))])
+def test_batched_walk_carries_multi_axis_offsets(walk_device, shape, axes):
+    """Several reduced dimensions, the innermost whole quads: the odometer carries offsets
+    across rows of the inner dimension, with steps longer and shorter than a row."""
+    rng = np.random.default_rng(len(shape))
+    x = tie_values(DataType.INT16, shape, rng, pool_size=3)
+    plan = walk_device.compile(ArgMaxOperatorDesc(TensorDesc("INT16", shape), axes=axes)).plan
+    assert plan.batch and len(plan.reduced) >= 2 and plan.loader == "load_quads"
+    for direction in ("increasing", "decreasing"):
+        assert_same(*run_both("argmax", x, axes, walk_device, axis_direction=direction))
+        assert_same(*run_both("argmin", x, axes, walk_device, axis_direction=direction))
+

@@ -109,3 +109,17 @@ def test_hardmax_plans_clear_the_output():
     p = plan(desc.lower(), CAPS)
     assert p.clears_output and p.op == "hardmax"
     assert not argmax_plan((8, 300), [1]).clears_output
+
+
+def test_batched_walk_and_skip_test_where_threads_walk_many_quads():
+    rows = argmax_plan((4096, 65536), [1])  # 64 quads a thread
+    assert (rows.batch, rows.skip_test) == (4, True)
+    short = argmax_plan((4096, 2048), [1])  # 4 quads a thread: batched, nothing to skip
+    assert (short.batch, short.skip_test) == (4, False)
+    assert argmax_plan((64, 128, 4096), [0, 2]).batch == 4  # multi-axis quads: the odometer
+    assert argmax_plan((1048576, 3), [1]).batch == 0  # no quads: the element walk
+    assert argmax_plan((65536, 4096), [0]).batch == 0  # other kernels walk their own way
+    off = argmax_plan((4096, 65536), [1], tuning=Tuning(batch=0))
+    assert (off.batch, off.skip_test) == (0, False)
+    assert not argmax_plan((4096, 65536), [1], tuning=Tuning(skip_min_quads=0)).skip_test
+
