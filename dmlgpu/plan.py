@@ -45,6 +45,12 @@ class Tuning:
     #: and only those that may win get exact keys; for walks of at least this many quads a
     #: thread (0: never).
     skip_min_quads: int = 8
+    #: Packed rows up to this many bytes go to reduce_rows: a block of whole quads a thread
+    #: (or a segment a row), workgroups striding over the rows (0: the segments kernel).
+    rows_max_bytes: int = 1024
+    #: At most this many workgroups for reduce_rows; each then strides over several tiles of
+    #: rows (0: a workgroup a tile).
+    rows_groups: int = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +88,7 @@ class Plan:
     each output's elements to partial (key, index) pairs, the second merges them.
     """
 
-    kernel: str  # the first pass's template: "reduce_segments", "reduce_thread" or "reduce_columns"
+    kernel: str  # the first pass's template: "reduce_segments", "reduce_rows", "reduce_thread" or "reduce_columns"
     loader: str  # how elements are read: "load_packed", "load_quads" or "load_pairs"
     op: str  # "argmax", "argmin" or "hardmax"
     input_type: DataType
@@ -96,7 +102,10 @@ class Plan:
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
-    segment: int  # threads per work item of reduce_segments (1 for the other kernels)
+    segment: int  # threads per work item of reduce_segments or reduce_rows (1 for the other kernels)
+    # reduce_rows: elements a row, and rows a block (the kernel's text holds both)
+    row_width: int
+    block_rows: int
     split: int  # chunks per output
     chunk: int  # reduced elements per chunk
     grid: tuple[int, int, int]  # the first pass's
@@ -234,6 +243,35 @@ def outputs_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Di
     return per_quad if aligned else 0
 
 
+def row_blocks(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...], tuning: Tuning,
+               in_base: int = 0) -> tuple[int, int] | None:
+    """(threads a block, rows a block) of reduce_rows, or None where it does not serve: one
+    packed run of rows of at most ``rows_max_bytes``, its first element aligned to a quad.
+
+    A block is a whole number of 16-byte quads: the fewest rows that make them (rows of 3
+    FLOAT32: 4), times as many as keep it within ``loads_per_thread`` quads, taken by one
+    thread; aligned rows longer than that are a block each, split among a power of two of
+    threads that load about ``loads_per_thread`` quads each.
+    """
+    size = red.input.data_type.size
+    if size > 4 or len(reduced) != 1 or len(kept) != 1 or not tuning.rows_max_bytes:
+        return None
+    width = reduced[0].size
+    if reduced[0].in_stride != 1 or kept[0].in_stride != width or width * size > tuning.rows_max_bytes:
+        return None
+    if in_base % (16 // size):
+        return None
+    loads = tuning.loads_per_thread
+    rows = 16 // math.gcd(width * size, 16)
+    quads = rows * width * size // 16
+    if quads <= loads:
+        return 1, rows * max(1, loads // quads)
+    if rows > 1:  # rows that are not whole quads: a thread a block, if its quads are few
+        return (1, rows) if quads <= 2 * loads else None
+    segment = _power_of_two_at_least(math.ceil(quads / loads))
+    return (segment, 1) if segment <= tuning.workgroup_size else None
+
+
 def _power_of_two_at_least(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
@@ -268,8 +306,15 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     per_quad = elements_per_quad(red, reduced, kept, in_base)
     columns = outputs_per_quad(red, reduced, kept, in_base)
     wg = tuning.workgroup_size
-    segment = 1
-    if reduced and reduced[-1].in_stride == 1:  # contiguous rows
+    segment, block_rows = 1, 0
+    blocks = None if partials_only else row_blocks(red, reduced, kept, tuning, in_base)
+    if blocks:  # short packed rows
+        kernel = "reduce_rows"
+        segment, block_rows = blocks
+        split, chunk = 1, count
+        groups = math.ceil(math.ceil(outputs / block_rows) / (wg // segment))
+        groups = min(groups, tuning.rows_groups) if tuning.rows_groups else groups
+    elif reduced and reduced[-1].in_stride == 1:  # contiguous rows
         kernel = "reduce_segments"
         loads = math.ceil(count / per_quad) if per_quad else count
         segment = min(wg, _power_of_two_at_least(math.ceil(loads / tuning.loads_per_thread)))
@@ -288,7 +333,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     if red.input.data_type.size == 8:
         loader = "load_pairs"
     else:
-        loader = "load_quads" if per_quad or kernel == "reduce_columns" else "load_packed"
+        loader = "load_quads" if per_quad or kernel in ("reduce_columns", "reduce_rows") else "load_packed"
     # The batched walk reads quads of contiguous rows (or whole-quad inner rows); a thread
     # that walks many of them tests each against the best so far before keying it.
     batch = tuning.batch if kernel == "reduce_segments" and loader == "load_quads" else 0
@@ -311,6 +356,8 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         reduced=reduced,
         workgroup_size=wg,
         segment=segment,
+        row_width=count if block_rows else 0,
+        block_rows=block_rows,
         split=split,
         chunk=chunk,
         grid=grid_for(groups, max_dim),

@@ -432,12 +432,13 @@ def test_adapter_choice_by_name(device):
 @pytest.fixture(scope="module", params=[True, False], ids=["subgroups", "tree"])
 def small_tuning_device(request):
     """Thresholds shrunk so that small inputs split, with several rows a workgroup; segments
-    merge with subgroup shuffles where the adapter has them, or with the tree alone."""
+    merge with subgroup shuffles where the adapter has them, or with the tree alone. Short
+    rows go to the segments kernel here (reduce_rows has its own tests)."""
     from dmlgpu.plan import Tuning
 
     device = dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=1, target_workgroups=64,
                                          min_chunk_per_lane=1, target_threads=512, min_chunk_thread=5,
-                                         merge_workgroup_above=16, subgroups=request.param))
+                                         merge_workgroup_above=16, subgroups=request.param, rows_max_bytes=0))
     return device
 
 
@@ -542,6 +543,8 @@ PIECE_CASES = [
     (DataType.INT16, (900, 8), (1,), False, "kept"),
     (DataType.FLOAT32, (50, 3, 40), (1,), False, "kept"),  # columns kernel per piece
     (DataType.INT32, (2000, 5), (1,), False, "kept"),  # several buffers of input and output
+    (DataType.FLOAT32, (600, 6), (1,), False, "kept"),  # short rows from a quad inside the window (lavapipe)
+    (DataType.INT8, (600, 24), (1,), False, "kept"),
     (DataType.FLOAT32, (3, 2000), (1,), False, "reduced"),  # one row beyond a binding: a group per row
     (DataType.FLOAT16, (2, 9000), (1,), False, "reduced"),  # one row beyond a buffer too
     (DataType.FLOAT32, (40, 50), (0, 1), True, "reduced"),  # the outermost axis is the last reduced
@@ -667,3 +670,70 @@ def test_batched_walk_carries_multi_axis_offsets(walk_device, shape, axes):
         assert_same(*run_both("argmax", x, axes, walk_device, axis_direction=direction))
         assert_same(*run_both("argmin", x, axes, walk_device, axis_direction=direction))
 
+
+# --- short packed rows in blocks (reduce_rows.wgsl) ------------------------------------
+
+
+@pytest.fixture(scope="module", params=["subgroups", "tree"])
+def rows_device(request):
+    """Workgroups of 32 threads, at most 2 of them, so that each strides over several tiles
+    of rows; segments of several threads merge with shuffles or with the tree."""
+    from dmlgpu.plan import Tuning
+
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, rows_groups=2, subgroups=request.param == "subgroups"))
+
+
+ROWS_CASES = [  # (type, width, (threads a block, rows a block))
+    (DataType.FLOAT32, 3, (1, 4)),  # 4 rows make 3 quads
+    (DataType.FLOAT32, 5, (1, 4)),
+    (DataType.FLOAT32, 8, (1, 2)),
+    (DataType.FLOAT32, 16, (1, 1)),
+    (DataType.FLOAT32, 36, (4, 1)),  # 9 quads over 4 threads: some load 2, some 3
+    (DataType.FLOAT32, 64, (4, 1)),
+    (DataType.FLOAT16, 3, (1, 8)),
+    (DataType.FLOAT16, 24, (1, 1)),
+    (DataType.FLOAT16, 40, (2, 1)),
+    (DataType.INT8, 3, (1, 16)),
+    (DataType.INT8, 20, (1, 4)),
+    (DataType.UINT8, 64, (1, 1)),
+    (DataType.INT16, 2, (1, 16)),  # 4 rows a quad, 4 quads a thread
+    (DataType.UINT16, 6, (1, 4)),
+    (DataType.INT32, 7, (1, 4)),
+    (DataType.UINT32, 12, (1, 1)),
+]
+
+
+@pytest.mark.parametrize("data_type, width, blocks", ROWS_CASES, ids=lambda v: getattr(v, "name", str(v)))
+def test_short_rows_in_blocks(rows_device, data_type, width, blocks):
+    rng = np.random.default_rng(width * 100 + data_type.size)
+    count = 32 * 16 * 3 + 5  # several tiles a workgroup, the last block ragged
+    x = tie_values(data_type, (count, width), rng, pool_size=3)
+    x[:5] = x[5, 0]  # rows all equal
+    if data_type.is_float:
+        x[5] = np.nan
+    compiled = rows_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[1]))
+    assert (compiled.plan.kernel, (compiled.plan.segment, compiled.plan.block_rows)) == ("reduce_rows", blocks)
+    ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
+    for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
+        if op == "hardmax" and direction == "decreasing":
+            continue
+        kwargs = {"nan_mode": ("ignore", "propagate")[i % 2]} if data_type.is_float else {}
+        if op != "hardmax":
+            kwargs.update(axis_direction=direction, output_data_type=INDEX_TYPES[i % 4])
+        assert_same(*run_both(op, x, 1, rows_device, **kwargs))
+
+
+
+def test_short_rows_write_nothing_past_the_last(rows_device):
+    """The last block's rows beyond the tensor are folded but not stored: the output's
+    memory past its last element (here inside its buffer) keeps its zeros."""
+    x = tie_values(DataType.FLOAT32, (45, 3), np.random.default_rng(6))  # blocks of 4 rows: 3 past the end
+    out = TensorDesc("UINT32", (45, 1), total_tensor_size_in_bytes=4 * 64)
+    desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", x.shape), out, axes=[1], axis_direction="DECREASING")
+    compiled = rows_device.compile(desc)
+    assert compiled.plan.kernel == "reduce_rows"
+    result = rows_device.empty(out)
+    compiled.run(rows_device.upload(x), result)
+    raw = np.frombuffer(rows_device.runner.read(result._buffer, 4 * 64), np.uint32)
+    assert raw[:45].tolist() == oracle.evaluate(desc, x).ravel().tolist()
+    assert not raw[45:].any()

@@ -53,9 +53,9 @@ def test_kept_dims_put_smallest_input_stride_innermost():
         ((2**28,), [0], "reduce_segments", "load_quads", 256, 4096),  # all axes: split
         ((65536, 4096), [0], "reduce_columns", "load_quads", 1, 256),  # outer axis: columns, split
         ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1, 1),  # middle axis
-        ((16777216, 8), [1], "reduce_segments", "load_quads", 1, 1),  # many tiny rows: a thread a row
-        ((4194304, 64), [1], "reduce_segments", "load_quads", 4, 1),  # 64 rows a workgroup
-        ((1048576, 3), [1], "reduce_segments", "load_packed", 1, 1),  # rows not 16-byte aligned
+        ((16777216, 8), [1], "reduce_rows", "load_quads", 1, 1),  # many tiny rows: two a thread
+        ((4194304, 64), [1], "reduce_rows", "load_quads", 4, 1),  # 64 rows a workgroup
+        ((1048576, 3), [1], "reduce_rows", "load_quads", 1, 1),  # rows not 16-byte aligned: 4 a thread
         ((8, 16777216), [0], "reduce_columns", "load_quads", 1, 1),
         ((1048576, 3), [0], "reduce_thread", "load_packed", 1, 16384),  # 3 columns: not a quad
         ((64, 128, 4096), [0, 2], "reduce_segments", "load_quads", 256, 32),  # multi-axis, quads per row
@@ -123,3 +123,27 @@ def test_batched_walk_and_skip_test_where_threads_walk_many_quads():
     assert (off.batch, off.skip_test) == (0, False)
     assert not argmax_plan((4096, 65536), [1], tuning=Tuning(skip_min_quads=0)).skip_test
 
+
+@pytest.mark.parametrize(
+    "sizes, data_type, strides, blocks",
+    [
+        ((16777216, 8), "FLOAT32", None, (1, 2)),  # 2 quads a row, 2 rows a thread
+        ((33554432, 3), "FLOAT32", None, (1, 4)),  # 4 rows make 3 quads
+        ((1000, 3), "INT8", None, (1, 16)),  # 16 rows make 3 quads
+        ((1000, 13), "FLOAT32", None, None),  # 4 rows make 13 quads: too many for a thread
+        ((1000, 16), "FLOAT32", None, (1, 1)),
+        ((4194304, 64), "FLOAT32", None, (4, 1)),  # 16 quads a row: 4 threads a row
+        ((1048576, 256), "FLOAT32", None, (16, 1)),
+        ((1000, 257), "FLOAT32", None, None),  # beyond rows_max_bytes
+        ((1000, 8), "FLOAT32", (12, 1), None),  # padded rows are not one run
+        ((1000, 8), "INT64", None, None),
+    ],
+)
+def test_short_packed_rows_go_to_reduce_rows(sizes, data_type, strides, blocks):
+    p = argmax_plan(sizes, [1], strides=strides, data_type=data_type)
+    assert ((p.segment, p.block_rows) if p.kernel == "reduce_rows" else None) == blocks
+    if blocks:
+        assert p.row_width == sizes[1] and p.split == 1 and p.loader == "load_quads"
+        assert p.grid[0] <= Tuning().rows_groups
+    off = argmax_plan(sizes, [1], strides=strides, data_type=data_type, tuning=Tuning(rows_max_bytes=0))
+    assert off.kernel != "reduce_rows" and off.row_width == 0
