@@ -140,10 +140,14 @@ class CompiledOperator:
         self._pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in self.schedule.pieces]
         scratch = max([self.schedule.partial_bytes] + [p.plan.partial_bytes for p in self.schedule.pieces])
         self._scratch = runner.storage(scratch) if scratch else None
+        # Words a racing plan's first pass keeps between dispatches (zero when created, and
+        # left zero by each dispatch): binding 3.
+        race = max(p.plan.race_bytes for p in self.schedule.pieces)
+        self._race = runner.storage(race) if race else None
         self._io = None  # (input, output, steps) of the NumPy-in, NumPy-out path, kept if small
 
     def _passes(self, p: Plan) -> list:
-        """(pipeline, parameters, grid, reads partial pairs, writes partial pairs) per pass."""
+        """(pipeline, parameters, grid, reads partial pairs, writes partial pairs, races) per pass."""
         runner = self.device.runner
         sources = shader_sources(p)
         self.sources += sources
@@ -151,9 +155,9 @@ class CompiledOperator:
         passes = []
         for i, (source, grid) in enumerate(zip(sources, grids)):
             merging = not p.kernel or i == 1
-            writes_pairs = not merging and (p.split > 1 or p.partials_only)
+            writes_pairs = not merging and (p.partials_only or (p.split > 1 and not p.race))
             passes.append((runner.pipeline(source), runner.uniform(params_words(p, grid, merging)), grid,
-                           merging, writes_pairs))
+                           merging, writes_pairs, p.race and not merging))
         return passes
 
     def _steps(self, input: Tensor, output: Tensor) -> list:
@@ -168,9 +172,9 @@ class CompiledOperator:
         steps = []
         for in_window, out_window, passes in self._pieces:
             src, dst = window(input, in_window), window(output, out_window)
-            for pipeline, params, grid, merging, writes_pairs in passes:
-                steps.append((pipeline, bind(params, scratch if merging else src,
-                                             scratch if writes_pairs else dst), grid))
+            for pipeline, params, grid, merging, writes_pairs, races in passes:
+                steps.append((pipeline, bind(params, scratch if merging else src, scratch if writes_pairs else dst,
+                                             self._race if races else None), grid))
         return steps
 
     def _clear(self, output: Tensor):

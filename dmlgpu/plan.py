@@ -63,6 +63,7 @@ class Capabilities:
     shader_int64: bool = False
     offset_alignment: int = 256  # a storage binding's offset must be a multiple of this
     subgroups: bool = False  # the subgroup feature: shuffles merge within subgroups
+    int64_atomics: bool = False  # shader-int64 and 64-bit atomics that return their old value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +123,9 @@ class Plan:
     # Output elements from out_base that a HARDMAX store may write (a merge run once per
     # window of a large output writes the winners that fall in its window).
     out_limit: int = 2**32 - 1
+    # One dispatch for a split: the first pass's work items race to merge their pairs in
+    # 64-bit atomic words (binding 3), and the last of an output's stores its winner.
+    race: bool = False
 
     @property
     def output_count(self) -> int:
@@ -145,6 +149,11 @@ class Plan:
     def clears_output(self) -> bool:
         """HARDMAX zeroes its output, then writes a 1 per slice."""
         return self.op == "hardmax"
+
+    @property
+    def race_bytes(self) -> int:
+        """Scratch for a racing first pass: a 64-bit word and a count per output (16 bytes)."""
+        return 16 * self.output_count if self.race else 0
 
     @property
     def partial_bytes(self) -> int:

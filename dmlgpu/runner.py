@@ -17,15 +17,17 @@ from .errors import AdapterError
 from .plan import Capabilities
 
 #: Features used when the adapter has them.
-_WANTED_FEATURES = ("shader-int64", "shader-f16", "subgroup", "timestamp-query")
+_WANTED_FEATURES = ("shader-int64", "shader-f16", "subgroup", "timestamp-query", "shader-int64-atomic-all-ops")
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
 
-#: Binding 0: parameters; 1: the input (read-only); 2: the output.
+#: Binding 0: parameters; 1: the input (read-only); 2: the output; 3: scratch that a pass
+#: keeps between dispatches (a plan's race words), else a small buffer no shader declares.
 _LAYOUT_ENTRIES = [
     {"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.uniform}},
     {"binding": 1, "visibility": wgpu.ShaderStage.COMPUTE,
      "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
     {"binding": 2, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
+    {"binding": 3, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
 ]
 
 #: Read-back buffers up to this size are kept for the next read of the same size.
@@ -111,6 +113,7 @@ class Runner:
             shader_int64="shader-int64" in self.features,
             offset_alignment=limits["min-storage-buffer-offset-alignment"],
             subgroups="subgroup" in self.features,
+            int64_atomics={"shader-int64", "shader-int64-atomic-all-ops"} <= self.features,
         )
         for name, value in (smaller or {}).items():
             if value > getattr(self.capabilities, name):
@@ -119,6 +122,7 @@ class Runner:
         self._bind_layout = self.device.create_bind_group_layout(entries=_LAYOUT_ENTRIES)
         self._pipeline_layout = self.device.create_pipeline_layout(bind_group_layouts=[self._bind_layout])
         self._pipelines: dict[str, object] = {}
+        self._no_scratch = self.storage(16)  # binding 3 of passes that keep no scratch
         # Work is recorded into one encoder and submitted when a result is read (or before
         # a write or a release): a submit costs about 200 us through wgpu-native, so a
         # call's upload, passes and read-back share one.
@@ -180,9 +184,10 @@ class Runner:
             tail = bytes(raw[whole:]) + bytes(4 - (len(raw) - whole))
             self.device.queue.write_buffer(buffer, whole, tail)
 
-    def bind(self, params, src, dst):
-        """The bind group of one pass: its parameters, input and output. ``src`` and ``dst``
-        are buffers, or (buffer, offset, size) windows of them."""
+    def bind(self, params, src, dst, scratch=None):
+        """The bind group of one pass: its parameters, input, output and the scratch it keeps
+        between dispatches (binding 3, if any). ``src`` and ``dst`` are buffers, or (buffer,
+        offset, size) windows of them."""
         def resource(target) -> dict:
             if isinstance(target, tuple):
                 buffer, offset, size = target
@@ -191,7 +196,8 @@ class Runner:
 
         return self.device.create_bind_group(
             layout=self._bind_layout,
-            entries=[{"binding": i, "resource": resource(t)} for i, t in enumerate((params, src, dst))],
+            entries=[{"binding": i, "resource": resource(t)}
+                     for i, t in enumerate((params, src, dst, scratch or self._no_scratch))],
         )
 
     def _encode(self, encoder, steps, clear, timestamps=None) -> None:
