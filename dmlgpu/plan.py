@@ -27,13 +27,22 @@ class Tuning:
     #: at most a workgroup of threads per row).
     loads_per_thread: int = 4
     #: Split reductions until this many workgroups (segments kernel) or threads (thread
-    #: kernel) are in flight, but not into chunks shorter than the minimum.
+    #: kernel) are in flight, but not into chunks shorter than the minimum. A few elements a
+    #: lane: a single long row (1, 151936) is split over about 150 workgroups of a quad a
+    #: thread, enough for every SM, rather than 18 of 8 quads (latency, not bandwidth).
     target_workgroups: int = 4096
-    min_chunk_per_lane: int = 32
+    min_chunk_per_lane: int = 4
     target_threads: int = 2**18
     min_chunk_thread: int = 64
-    #: Splits into more chunks than this merge with a workgroup per output.
+    #: Splits into more chunks than this merge with a workgroup per output, and so do splits
+    #: of fewer outputs than merge_workgroup_below (a thread an output would leave most of the
+    #: GPU idle while it reads its chunks' pairs one after another).
     merge_workgroup_above: int = 64
+    merge_workgroup_below: int = 256
+    #: A segments split of at most this many chunks runs in one dispatch where the adapter has
+    #: 64-bit atomics: its work items race to merge their pairs and the last of an output's
+    #: stores the winner (0: always a merge pass).
+    race_max_chunks: int = 256
     #: Merge within subgroups with shuffles where the adapter has them (off: the tree alone).
     subgroups: bool = True
     #: The segments kernel's walk over 16-byte quads: each thread loads this many quads before
@@ -347,7 +356,9 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     # that walks many of them tests each against the best so far before keying it.
     batch = tuning.batch if kernel == "reduce_segments" and loader == "load_quads" else 0
     skip_test = bool(batch and tuning.skip_min_quads and chunk // per_quad // segment >= tuning.skip_min_quads)
-    merge_kernel, merge_grid = (None, None) if partials_only else merge_pass(split, outputs, caps, tuning)
+    race = (kernel == "reduce_segments" and 1 < split <= tuning.race_max_chunks and caps.int64_atomics
+            and red.input.data_type.size <= 4 and not partials_only)
+    merge_kernel, merge_grid = (None, None) if partials_only or race else merge_pass(split, outputs, caps, tuning)
     max_dim = caps.max_workgroups_per_dim
     return Plan(
         kernel=kernel,
@@ -374,6 +385,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         merge_grid=merge_grid,
         in_base=in_base,
         partials_only=partials_only,
+        race=race,
     )
 
 
@@ -381,6 +393,6 @@ def merge_pass(chunks: int, outputs: int, caps: Capabilities, tuning: Tuning):
     """The merge kernel and grid for ``chunks`` partial pairs per output (none for one chunk)."""
     if chunks <= 1:
         return None, None
-    by_workgroup = chunks > tuning.merge_workgroup_above
+    by_workgroup = chunks > tuning.merge_workgroup_above or outputs < tuning.merge_workgroup_below
     groups = outputs if by_workgroup else math.ceil(outputs / tuning.workgroup_size)
     return ("merge_partials_workgroup" if by_workgroup else "merge_partials"), grid_for(groups, caps.max_workgroups_per_dim)

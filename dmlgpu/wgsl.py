@@ -80,8 +80,13 @@ def shader_sources(plan: Plan) -> list[str]:
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
     passes = []
     if plan.kernel:
-        first_store = "store_partial" if plan.split > 1 or plan.partials_only else _store_part(plan)
-        passes.append(["common", *keys, plan.loader, "fold", first_store, plan.kernel])
+        if plan.race:
+            stores = [_store_part(plan), "store_race"]
+        elif plan.split > 1 or plan.partials_only:
+            stores = ["store_partial"]
+        else:
+            stores = [_store_part(plan), "store_direct"]
+        passes.append(["common", *keys, plan.loader, "fold", *stores, plan.kernel])
     if plan.merge_kernel:
         passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
     cooperation = ["invocation_subgroups", "tree", "tree_subgroups"] if plan.subgroups else ["invocation", "tree", "tree_only"]

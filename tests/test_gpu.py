@@ -433,12 +433,14 @@ def test_adapter_choice_by_name(device):
 def small_tuning_device(request):
     """Thresholds shrunk so that small inputs split, with several rows a workgroup; segments
     merge with subgroup shuffles where the adapter has them, or with the tree alone. Short
-    rows go to the segments kernel here (reduce_rows has its own tests)."""
+    rows go to the segments kernel here, and splits to a merge pass (reduce_rows and the
+    racing split have their own tests)."""
     from dmlgpu.plan import Tuning
 
     device = dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=1, target_workgroups=64,
                                          min_chunk_per_lane=1, target_threads=512, min_chunk_thread=5,
-                                         merge_workgroup_above=16, subgroups=request.param, rows_max_bytes=0))
+                                         merge_workgroup_above=16, subgroups=request.param, rows_max_bytes=0,
+                                         race_max_chunks=0, merge_workgroup_below=0))
     return device
 
 
@@ -737,3 +739,61 @@ def test_short_rows_write_nothing_past_the_last(rows_device):
     raw = np.frombuffer(rows_device.runner.read(result._buffer, 4 * 64), np.uint32)
     assert raw[:45].tolist() == oracle.evaluate(desc, x).ravel().tolist()
     assert not raw[45:].any()
+
+
+# --- a split in one dispatch: work items race in 64-bit atomics (store_race.wgsl) -----
+
+
+@pytest.fixture(scope="module", params=["workgroup-chunks", "segment-chunks"])
+def race_device(request):
+    """Splits small enough to race: a chunk a workgroup of 32 threads, or chunks of segments
+    of 4 threads, several to a workgroup."""
+    from dmlgpu.plan import Tuning
+
+    loads = {"workgroup-chunks": 1, "segment-chunks": 64}[request.param]
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=loads, target_workgroups=16,
+                                       min_chunk_per_lane=1, rows_max_bytes=0))
+
+
+def race_plan(device, x, axes=(1,)):
+    plan = device.compile(ArgMaxOperatorDesc(layout.describe(x)[0], axes=axes)).plan
+    assert plan.split > 1 and plan.race == device.runner.capabilities.int64_atomics
+    assert device.runner.capabilities.int64_atomics or "lavapipe" not in device.name.lower()
+    return plan
+
+
+@pytest.mark.parametrize("data_type", [DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.UINT32],
+                         ids=lambda t: t.name)
+def test_racing_split(race_device, data_type):
+    """Maxima at both ends of every chunk (ties across chunks in both directions), rows of
+    ties and special values, equal rows, NaN in both modes, every output type."""
+    rng = np.random.default_rng(data_type.size)
+    x = hard_rows(data_type, 1024 // data_type.size * 4, rng)
+    chunk = race_plan(race_device, x).chunk
+    edges = np.arange(0, x.shape[1], chunk)
+    x[0, :] = x[0, 1]
+    x[0, np.concatenate([edges, edges[1:] - 1])] = value_pool(data_type)[-1 if data_type.is_float else 5]
+    for i, (op, direction) in enumerate(itertools.product(["argmax", "argmin"], ["increasing", "decreasing"])):
+        kwargs = {"axis_direction": direction, "output_data_type": INDEX_TYPES[i]}
+        if data_type.is_float:
+            kwargs["nan_mode"] = ("ignore", "propagate")[i % 2]
+        assert_same(*run_both(op, x, 1, race_device, **kwargs))
+    if data_type.is_float:
+        for nan_mode in ("ignore", "propagate"):
+            assert_same(*run_both("hardmax", x, 1, race_device, nan_mode=nan_mode))
+
+
+def test_racing_split_leaves_its_words_ready_for_the_next_call(race_device):
+    """Each dispatch resets the words it raced in: repeated runs, timed runs and new data
+    all see clean words."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 4000)).astype(np.float32)
+    race_plan(race_device, x)
+    compiled = race_device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", x.shape), axes=[1]))
+    source, result = race_device.upload(x), race_device.empty(compiled.output_desc)
+    compiled.gpu_times(source, result, repeats=3)
+    for _ in range(2):
+        compiled.run(source, result)
+    assert result.numpy().ravel().tolist() == np.argmax(x, axis=1).tolist()
+    y = -x  # a smaller maximum than the last call's: a stale word would win
+    assert compiled(y).ravel().tolist() == np.argmax(y, axis=1).tolist()

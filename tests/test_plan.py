@@ -1,5 +1,7 @@
 """The planner, without a GPU: simplification, kernel choice, splits and grids."""
 
+import dataclasses
+
 import pytest
 
 from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, TensorDesc
@@ -49,7 +51,7 @@ def test_kept_dims_put_smallest_input_stride_innermost():
     "sizes, axes, kernel, loader, segment, split",
     [
         ((4096, 65536), [1], "reduce_segments", "load_quads", 256, 1),  # long rows: a workgroup each
-        ((1, 151936), [1], "reduce_segments", "load_quads", 256, 18),  # one long row: split
+        ((1, 151936), [1], "reduce_segments", "load_quads", 256, 148),  # one long row: a quad a thread
         ((2**28,), [0], "reduce_segments", "load_quads", 256, 4096),  # all axes: split
         ((65536, 4096), [0], "reduce_columns", "load_quads", 1, 256),  # outer axis: columns, split
         ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1, 1),  # middle axis
@@ -77,12 +79,30 @@ def test_quads_need_16_byte_aligned_rows():
     assert argmax_plan((64, 1024), [1], data_type="UINT8", strides=(1032, 1)).loader == "load_packed"  # 1032 % 16
 
 
-def test_merge_kernel_follows_the_number_of_chunks():
-    few = argmax_plan((1, 151936), [1])
-    many = argmax_plan((2**28,), [0])
-    assert few.merge_kernel == "merge_partials" and few.merge_grid == (1, 1, 1)
-    assert many.merge_kernel == "merge_partials_workgroup" and many.merge_grid == (1, 1, 1)
+def test_merge_kernel_follows_the_number_of_chunks_and_outputs():
+    few_outputs = argmax_plan((1, 151936), [1])
+    many_chunks = argmax_plan((2**28,), [0])
+    many_outputs = argmax_plan((1024, 2**20), [1])  # 4 chunks each
+    assert few_outputs.merge_kernel == "merge_partials_workgroup" and few_outputs.merge_grid == (1, 1, 1)
+    assert many_chunks.merge_kernel == "merge_partials_workgroup" and many_chunks.merge_grid == (1, 1, 1)
+    assert many_outputs.split == 4 and many_outputs.merge_kernel == "merge_partials"
+    assert many_outputs.merge_grid == (4, 1, 1)
+    few = argmax_plan((64, 151936), [1], tuning=Tuning(merge_workgroup_below=0, min_chunk_per_lane=32))
+    assert few.split == 18 and few.merge_kernel == "merge_partials"
     assert argmax_plan((4096, 65536), [1]).merge_kernel is None
+
+
+def test_a_split_races_in_one_dispatch_where_the_adapter_has_64_bit_atomics():
+    atomics = dataclasses.replace(CAPS, int64_atomics=True)
+    one = argmax_plan((1, 151936), [1], caps=atomics)
+    assert one.race and one.split == 148 and one.merge_kernel is None and one.partial_bytes == 0
+    assert one.race_bytes == 16
+    assert argmax_plan((64, 151936), [1], caps=atomics, data_type="FLOAT16").race  # 64 rows of 64 chunks
+    assert not argmax_plan((1, 151936), [1]).race  # no atomics: a merge pass
+    assert not argmax_plan((2**28,), [0], caps=atomics).race  # 4096 chunks: too many to race
+    assert not argmax_plan((1, 151936), [1], caps=atomics, data_type="INT64").race  # 64-bit keys
+    assert not argmax_plan((1, 151936), [1], caps=atomics, tuning=Tuning(race_max_chunks=0)).race
+    assert not argmax_plan((4096, 65536), [1], caps=atomics).race  # nothing to merge
 
 
 def test_quads_over_several_reduced_dims_need_whole_quad_rows():
