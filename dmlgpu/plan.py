@@ -54,6 +54,12 @@ class Tuning:
     #: and only those that may win get exact keys; for walks of at least this many quads a
     #: thread (0: never).
     skip_min_quads: int = 8
+    #: reduce_columns: a thread takes this many neighbouring quads of outputs (1 or 2) where
+    #: a kept row holds a whole number of them; splits aim at target_threads / columns_quads.
+    columns_quads: int = 2
+    #: reduce_columns tests each part of a quad against its outputs' bests on raw bits before
+    #: keying it (off: every element is keyed).
+    columns_skip: bool = True
     #: Packed rows up to this many bytes go to reduce_rows: a block of whole quads a thread
     #: (or a segment a row), workgroups striding over the rows (0: the segments kernel).
     rows_max_bytes: int = 1024
@@ -109,6 +115,8 @@ class Plan:
     subgroups: bool  # segments that fit a subgroup merge with shuffles
     batch: int  # quads a thread of reduce_segments loads at once (0: the one-at-a-time walk)
     skip_test: bool  # in that walk, quads that cannot beat the subgroup's best are skipped
+    column_quads: int  # reduce_columns: neighbouring quads of outputs a thread (1 for the other kernels)
+    column_skip: bool  # reduce_columns: parts of quads that cannot win are skipped
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
@@ -324,7 +332,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     per_quad = elements_per_quad(red, reduced, kept, in_base)
     columns = outputs_per_quad(red, reduced, kept, in_base)
     wg = tuning.workgroup_size
-    segment, block_rows = 1, 0
+    segment, block_rows, column_quads = 1, 0, 1
     blocks = None if partials_only else row_blocks(red, reduced, kept, tuning, in_base)
     if blocks:  # short packed rows
         kernel = "reduce_rows"
@@ -342,8 +350,10 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         groups = math.ceil(outputs * split / per_workgroup)
     elif columns:
         kernel = "reduce_columns"
-        split, chunk = _split(count, outputs // columns, tuning.target_threads, tuning.min_chunk_thread, 0, most)
-        groups = math.ceil(outputs // columns * split / wg)
+        column_quads = tuning.columns_quads if kept[-1].size % (columns * tuning.columns_quads) == 0 else 1
+        threads = outputs // (columns * column_quads)
+        split, chunk = _split(count, threads, tuning.target_threads // column_quads, tuning.min_chunk_thread, 0, most)
+        groups = math.ceil(threads * split / wg)
     else:
         kernel = "reduce_thread"
         split, chunk = _split(count, outputs, tuning.target_threads, tuning.min_chunk_thread, per_quad, most)
@@ -372,6 +382,8 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         subgroups=caps.subgroups and tuning.subgroups,
         batch=batch,
         skip_test=skip_test,
+        column_quads=column_quads,
+        column_skip=kernel == "reduce_columns" and tuning.columns_skip,
         kept=kept,
         reduced=reduced,
         workgroup_size=wg,

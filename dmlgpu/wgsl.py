@@ -75,6 +75,8 @@ def shader_sources(plan: Plan) -> list[str]:
         "ONE_CHUNK": plan.split == 1,
         "BATCH": plan.batch,
         "SKIP_TEST": plan.skip_test,
+        "COLQ": plan.column_quads,
+        "COL_SKIP": plan.column_skip,
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())

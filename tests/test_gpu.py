@@ -797,3 +797,48 @@ def test_racing_split_leaves_its_words_ready_for_the_next_call(race_device):
     assert result.numpy().ravel().tolist() == np.argmax(x, axis=1).tolist()
     y = -x  # a smaller maximum than the last call's: a stale word would win
     assert compiled(y).ravel().tolist() == np.argmax(y, axis=1).tolist()
+
+
+# --- columns: neighbouring quads a thread, and the skip test per part (reduce_columns) --
+
+
+@pytest.fixture(scope="module", params=["2-quads-skip", "1-quad-skip", "2-quads"])
+def columns_device(request):
+    from dmlgpu.plan import Tuning
+
+    quads, skip = {"2-quads-skip": (2, True), "1-quad-skip": (1, True), "2-quads": (2, False)}[request.param]
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_threads=64, min_chunk_thread=40,
+                                       columns_quads=quads, columns_skip=skip))
+
+
+@pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
+def test_columns_with_skip_test(columns_device, data_type):
+    """Each column one of hard_rows's: ties and specials, rising, falling, equal, extremes,
+    signed zeros, NaN; chunks of 40-odd rows (a split) and every op, direction and NaN mode."""
+    rng = np.random.default_rng(zlib.crc32(b"columns" + data_type.name.encode()))
+    rows = hard_rows(data_type, 301, rng)
+    per_quad = 16 // data_type.size
+    x = rows[rng.permutation(np.arange(4 * per_quad) % len(rows))].T.copy()  # (301, 4 quads of columns)
+    plan = columns_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[0])).plan
+    assert plan.kernel == "reduce_columns" and plan.split > 1
+    assert (plan.column_quads, plan.column_skip) == (columns_device.tuning.columns_quads, columns_device.tuning.columns_skip)
+    ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
+    for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
+        if op == "hardmax" and direction == "decreasing":
+            continue
+        kwargs = {"nan_mode": ("ignore", "propagate")[i // 2 % 2]} if data_type.is_float else {}
+        if op != "hardmax":
+            kwargs.update(axis_direction=direction, output_data_type=INDEX_TYPES[i % 4])
+        assert_same(*run_both(op, x, 0, columns_device, **kwargs))
+    # Random columns, where the bests climb and most parts are skipped
+    noise = rng.standard_t(3, x.shape) * (50 if data_type.is_float else 2**(8 * data_type.size))
+    noise = noise.astype(data_type.numpy) if data_type.is_float else noise.astype(np.int64).astype(data_type.numpy)
+    for op, direction in itertools.product(["argmax", "argmin"], ["increasing", "decreasing"]):
+        assert_same(*run_both(op, noise, 0, columns_device, axis_direction=direction))
+
+
+def test_columns_of_two_quads_need_whole_pairs_of_quads(columns_device):
+    """A kept row of 3 quads: the thread takes one quad, whatever the tuning."""
+    x = tie_values(DataType.FLOAT32, (50, 3, 12), np.random.default_rng(1))
+    assert columns_device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", x.shape), axes=[0, 1])).plan.column_quads == 1
+    assert_same(*run_both("argmax", x, (0, 1), columns_device, axis_direction="decreasing"))

@@ -167,3 +167,12 @@ def test_short_packed_rows_go_to_reduce_rows(sizes, data_type, strides, blocks):
         assert p.grid[0] <= Tuning().rows_groups
     off = argmax_plan(sizes, [1], strides=strides, data_type=data_type, tuning=Tuning(rows_max_bytes=0))
     assert off.kernel != "reduce_rows" and off.row_width == 0
+
+
+def test_columns_take_two_quads_where_a_kept_row_holds_pairs_of_them():
+    cols = argmax_plan((65536, 4096), [0])
+    assert (cols.column_quads, cols.column_skip, cols.split) == (2, True, 256)  # half the threads, as many chunks
+    assert argmax_plan((64, 12), [0]).column_quads == 1  # 3 quads a row
+    one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_quads=1, columns_skip=False))
+    assert (one.column_quads, one.column_skip, one.split) == (1, False, 256)
+    assert argmax_plan((4096, 65536), [1]).column_quads == 1 and not argmax_plan((4096, 65536), [1]).column_skip
