@@ -5,7 +5,7 @@
 Each argument is a set of ``dmlgpu.plan.Tuning`` fields (comma-separated ``name=value``; an empty
 string is the default tuning); ``cases=`` limits the run to those cases of the full suite. Every variant gets its own ``Device``; per case, five rounds time
 each variant, the ceiling and torch (when importable) in turn, and the medians are printed as
-GB/s. Runs between machine starts differ by up to 20% (docs/performance.md): only compare
+GB/s, or for latency cases (``llm_argmax``) as microseconds of GPU time (no ceiling). Runs between machine starts differ by up to 20% (docs/performance.md): only compare
 figures from one run.
 """
 
@@ -44,14 +44,14 @@ def main(specs: list[str]) -> None:
     first = next(iter(devices.values()))
     rng = np.random.default_rng(0)
     warm_up(first.runner, 256 << 20, 1.5)
-    print(f"{first.name}; GB/s, median of 5 interleaved rounds")
+    print(f"{first.name}; GB/s (latency cases: us of GPU time), median of 5 interleaved rounds")
     print(f"{'case':14} " + " ".join(f"{name:>18}" for name in devices) + "   ceiling     torch")
     for case in load_suite("full").cases:
         if wanted and case.name not in wanted[0]:
             continue
         need = case.descriptor().lower().input.total_tensor_size_in_bytes
-        if case.latency or need > first.runner.capabilities.max_storage_binding:
-            print(f"{case.name:14} skipped: {'a latency case' if case.latency else f'{need} bytes exceed one binding, which the ceiling reads whole'}")
+        if need > first.runner.capabilities.max_storage_binding:
+            print(f"{case.name:14} skipped: {need} bytes exceed one binding, which the ceiling reads whole")
             continue
         x = host_data(case, rng)
         runs = {}
@@ -61,30 +61,35 @@ def main(specs: list[str]) -> None:
             compiled.gpu_times(source, result, 2)
             runs[name] = (compiled, source, result)
         compiled, source, result = runs[next(iter(runs))]
-        ceiling = Ceiling(first.runner, "copy" if case.op == "hardmax" else "read", source._buffer,
-                          compiled.input_desc.total_tensor_size_in_bytes)
+        ceiling = None if case.latency else Ceiling(first.runner, "copy" if case.op == "hardmax" else "read",
+                                                    source._buffer, compiled.input_desc.total_tensor_size_in_bytes)
         peer = torch_timer(x, case)
         times = {name: [] for name in [*runs, "ceiling", "torch"]}
         for _ in range(5):
             for name, (c, s, r) in runs.items():
                 times[name].append(np.median(c.gpu_times(s, r, 3)))
-            times["ceiling"].append(np.median(ceiling.gpu_times(3)))
+            if ceiling:
+                times["ceiling"].append(np.median(ceiling.gpu_times(3)))
             if peer:
                 times["torch"].append(peer())
         nbytes = x.nbytes * (2 if case.op == "hardmax" else 1)
+
+        def rate(seconds, latency=case.latency, nbytes=nbytes) -> str:  # GB/s, or microseconds for a latency case
+            return f"{np.median(seconds) * 1e6:7.1f}us" if latency else f"{nbytes / np.median(seconds) / 1e9:9.0f}"
+
         want = oracle.evaluate(case.descriptor(), x)
         cells = []
         for name, (c, _s, r) in runs.items():
             ok = np.array_equal(r.numpy(), want.astype(r.dtype))
-            cells.append(f"{nbytes / np.median(times[name]) / 1e9:8.0f} {c.plan.kernel[7:]:>6}"
-                         f"/{c.plan.segment:<3}{'' if ok else '!'}")
-        torch_gbps = f"{nbytes / np.median(times['torch']) / 1e9:9.0f}" if peer else "        -"
-        print(f"{case.name:14} " + " ".join(cells) +
-              f" {ceiling.bytes / np.median(times['ceiling']) / 1e9:9.0f} {torch_gbps}")
+            cells.append(f"{rate(times[name]).strip():>8} {c.plan.kernel[7:]:>6}/{c.plan.segment:<3}{'' if ok else '!'}")
+        torch_cell = rate(times["torch"]) if peer else "        -"
+        ceiling_cell = f"{ceiling.bytes / np.median(times['ceiling']) / 1e9:9.0f}" if ceiling else "        -"
+        print(f"{case.name:14} " + " ".join(cells) + f" {ceiling_cell} {torch_cell}")
         for _c, s, r in runs.values():
             s.release()
             r.release()
-        ceiling.release()
+        if ceiling:
+            ceiling.release()
 
 
 if __name__ == "__main__":

@@ -175,10 +175,14 @@ class _Program:
         self.pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in sched.pieces]
         scratch = max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])
         self.scratch = runner.storage(scratch) if scratch else None
+        # Words a racing plan's first pass keeps between dispatches (zeroed here, since a
+        # pooled buffer holds what it held; each dispatch leaves them zero): binding 3.
+        race = max(p.plan.race_bytes for p in sched.pieces)
+        self.race = runner.storage(race, np.zeros(race, np.uint8)) if race else None
         self._steps = LruCache(8)  # by the buffers bound: (input buffers, output buffers)
 
     def _passes(self, p: Plan) -> list:
-        """(pipeline, parameters, grid, reads partial pairs, writes partial pairs) per pass."""
+        """(pipeline, parameters, grid, reads partial pairs, writes partial pairs, races) per pass."""
         runner = self.runner
         sources = shader_sources(p)
         self.sources += sources
@@ -186,9 +190,9 @@ class _Program:
         passes = []
         for i, (source, grid) in enumerate(zip(sources, grids)):
             merging = not p.kernel or i == 1
-            writes_pairs = not merging and (p.split > 1 or p.partials_only)
+            writes_pairs = not merging and (p.partials_only or (p.split > 1 and not p.race))
             passes.append((runner.pipeline(source), runner.uniform(params_words(p, grid, merging)), grid,
-                           merging, writes_pairs))
+                           merging, writes_pairs, p.race and not merging))
         return passes
 
     def steps(self, input: Tensor, output: Tensor) -> list:
@@ -212,14 +216,16 @@ class _Program:
         by_piece = []
         for in_window, out_window, passes in self.pieces:
             src, dst = window(input, in_window), window(output, out_window)
-            by_piece.append([(pipeline, bind(params, scratch if merging else src, scratch if writes_pairs else dst), grid)
-                             for pipeline, params, grid, merging, writes_pairs in passes])
+            by_piece.append([(pipeline, bind(params, scratch if merging else src, scratch if writes_pairs else dst,
+                                             self.race if races else None), grid)
+                             for pipeline, params, grid, merging, writes_pairs, races in passes])
         return by_piece
 
     def release(self) -> None:
-        if self.scratch is not None:
-            self.runner.free(self.scratch)
-            self.scratch = None
+        for kept in ("scratch", "race"):
+            if getattr(self, kept) is not None:
+                self.runner.free(getattr(self, kept))
+                setattr(self, kept, None)
 
 
 class CompiledOperator:

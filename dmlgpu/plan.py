@@ -27,15 +27,45 @@ class Tuning:
     #: at most a workgroup of threads per row).
     loads_per_thread: int = 4
     #: Split reductions until this many workgroups (segments kernel) or threads (thread
-    #: kernel) are in flight, but not into chunks shorter than the minimum.
+    #: kernel) are in flight, but not into chunks shorter than the minimum. A few elements a
+    #: lane: a single long row (1, 151936) is split over about 150 workgroups of a quad a
+    #: thread, enough for every SM, rather than 18 of 8 quads (latency, not bandwidth).
     target_workgroups: int = 4096
-    min_chunk_per_lane: int = 32
+    min_chunk_per_lane: int = 4
     target_threads: int = 2**18
     min_chunk_thread: int = 64
-    #: Splits into more chunks than this merge with a workgroup per output.
+    #: Splits into more chunks than this merge with a workgroup per output, and so do splits
+    #: of fewer outputs than merge_workgroup_below (a thread an output would leave most of the
+    #: GPU idle while it reads its chunks' pairs one after another).
     merge_workgroup_above: int = 64
+    merge_workgroup_below: int = 256
+    #: A segments split of at most this many chunks runs in one dispatch where the adapter has
+    #: 64-bit atomics: its work items race to merge their pairs and the last of an output's
+    #: stores the winner (0: always a merge pass).
+    race_max_chunks: int = 256
     #: Merge within subgroups with shuffles where the adapter has them (off: the tree alone).
     subgroups: bool = True
+    #: The segments kernel's walk over 16-byte quads: each thread loads this many quads before
+    #: it folds them (loads in flight), and carries multi-axis offsets without divisions
+    #: (0: the walk before, one quad at a time, an offset's division per quad).
+    batch: int = 4
+    #: In that walk, quads are first tested against the best key of the thread's subgroup
+    #: (shared after every batch where a subgroup lies in one segment, else the thread's own),
+    #: and only those that may win get exact keys; for walks of at least this many quads a
+    #: thread (0: never).
+    skip_min_quads: int = 8
+    #: reduce_columns: a thread takes this many neighbouring quads of outputs (1 or 2) where
+    #: a kept row holds a whole number of them; splits aim at target_threads / columns_quads.
+    columns_quads: int = 2
+    #: reduce_columns tests each part of a quad against its outputs' bests on raw bits before
+    #: keying it (off: every element is keyed).
+    columns_skip: bool = True
+    #: Packed rows up to this many bytes go to reduce_rows: a block of whole quads a thread
+    #: (or a segment a row), workgroups striding over the rows (0: the segments kernel).
+    rows_max_bytes: int = 1024
+    #: At most this many workgroups for reduce_rows; each then strides over several tiles of
+    #: rows (0: a workgroup a tile).
+    rows_groups: int = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +78,7 @@ class Capabilities:
     shader_int64: bool = False
     offset_alignment: int = 256  # a storage binding's offset must be a multiple of this
     subgroups: bool = False  # the subgroup feature: shuffles merge within subgroups
+    int64_atomics: bool = False  # shader-int64 and 64-bit atomics that return their old value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +104,7 @@ class Plan:
     each output's elements to partial (key, index) pairs, the second merges them.
     """
 
-    kernel: str  # the first pass's template: "reduce_segments", "reduce_thread" or "reduce_columns"
+    kernel: str  # the first pass's template: "reduce_segments", "reduce_rows", "reduce_thread" or "reduce_columns"
     loader: str  # how elements are read: "load_packed", "load_quads" or "load_pairs"
     op: str  # "argmax", "argmin" or "hardmax"
     input_type: DataType
@@ -82,10 +113,17 @@ class Plan:
     nan_mode: NanMode
     int64: bool  # 64-bit keys as native u64 (True) or as two u32 words (False)
     subgroups: bool  # segments that fit a subgroup merge with shuffles
+    batch: int  # quads a thread of reduce_segments loads at once (0: the one-at-a-time walk)
+    skip_test: bool  # in that walk, quads that cannot beat the subgroup's best are skipped
+    column_quads: int  # reduce_columns: neighbouring quads of outputs a thread (1 for the other kernels)
+    column_skip: bool  # reduce_columns: parts of quads that cannot win are skipped
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
-    segment: int  # threads per work item of reduce_segments (1 for the other kernels)
+    segment: int  # threads per work item of reduce_segments or reduce_rows (1 for the other kernels)
+    # reduce_rows: elements a row, and rows a block (the kernel's text holds both)
+    row_width: int
+    block_rows: int
     split: int  # chunks per output
     chunk: int  # reduced elements per chunk
     grid: tuple[int, int, int]  # the first pass's
@@ -102,6 +140,9 @@ class Plan:
     # Output elements from out_base that a HARDMAX store may write (a merge run once per
     # window of a large output writes the winners that fall in its window).
     out_limit: int = 2**32 - 1
+    # One dispatch for a split: the first pass's work items race to merge their pairs in
+    # 64-bit atomic words (binding 3), and the last of an output's stores its winner.
+    race: bool = False
 
     @property
     def output_count(self) -> int:
@@ -125,6 +166,11 @@ class Plan:
     def clears_output(self) -> bool:
         """HARDMAX zeroes its output, then writes a 1 per slice."""
         return self.op == "hardmax"
+
+    @property
+    def race_bytes(self) -> int:
+        """Scratch for a racing first pass: a 64-bit word and a count per output (16 bytes)."""
+        return 16 * self.output_count if self.race else 0
 
     @property
     def partial_bytes(self) -> int:
@@ -223,6 +269,35 @@ def outputs_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Di
     return per_quad if aligned else 0
 
 
+def row_blocks(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...], tuning: Tuning,
+               in_base: int = 0) -> tuple[int, int] | None:
+    """(threads a block, rows a block) of reduce_rows, or None where it does not serve: one
+    packed run of rows of at most ``rows_max_bytes``, its first element aligned to a quad.
+
+    A block is a whole number of 16-byte quads: the fewest rows that make them (rows of 3
+    FLOAT32: 4), times as many as keep it within ``loads_per_thread`` quads, taken by one
+    thread; aligned rows longer than that are a block each, split among a power of two of
+    threads that load about ``loads_per_thread`` quads each.
+    """
+    size = red.input.data_type.size
+    if size > 4 or len(reduced) != 1 or len(kept) != 1 or not tuning.rows_max_bytes:
+        return None
+    width = reduced[0].size
+    if reduced[0].in_stride != 1 or kept[0].in_stride != width or width * size > tuning.rows_max_bytes:
+        return None
+    if in_base % (16 // size):
+        return None
+    loads = tuning.loads_per_thread
+    rows = 16 // math.gcd(width * size, 16)
+    quads = rows * width * size // 16
+    if quads <= loads:
+        return 1, rows * max(1, loads // quads)
+    if rows > 1:  # rows that are not whole quads: a thread a block, if its quads are few
+        return (1, rows) if quads <= 2 * loads else None
+    segment = _power_of_two_at_least(math.ceil(quads / loads))
+    return (segment, 1) if segment <= tuning.workgroup_size else None
+
+
 def _power_of_two_at_least(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
@@ -257,8 +332,15 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     per_quad = elements_per_quad(red, reduced, kept, in_base)
     columns = outputs_per_quad(red, reduced, kept, in_base)
     wg = tuning.workgroup_size
-    segment = 1
-    if reduced and reduced[-1].in_stride == 1:  # contiguous rows
+    segment, block_rows, column_quads = 1, 0, 1
+    blocks = None if partials_only else row_blocks(red, reduced, kept, tuning, in_base)
+    if blocks:  # short packed rows
+        kernel = "reduce_rows"
+        segment, block_rows = blocks
+        split, chunk = 1, count
+        groups = math.ceil(math.ceil(outputs / block_rows) / (wg // segment))
+        groups = min(groups, tuning.rows_groups) if tuning.rows_groups else groups
+    elif reduced and reduced[-1].in_stride == 1:  # contiguous rows
         kernel = "reduce_segments"
         loads = math.ceil(count / per_quad) if per_quad else count
         segment = min(wg, _power_of_two_at_least(math.ceil(loads / tuning.loads_per_thread)))
@@ -268,8 +350,10 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         groups = math.ceil(outputs * split / per_workgroup)
     elif columns:
         kernel = "reduce_columns"
-        split, chunk = _split(count, outputs // columns, tuning.target_threads, tuning.min_chunk_thread, 0, most)
-        groups = math.ceil(outputs // columns * split / wg)
+        column_quads = tuning.columns_quads if kept[-1].size % (columns * tuning.columns_quads) == 0 else 1
+        threads = outputs // (columns * column_quads)
+        split, chunk = _split(count, threads, tuning.target_threads // column_quads, tuning.min_chunk_thread, 0, most)
+        groups = math.ceil(threads * split / wg)
     else:
         kernel = "reduce_thread"
         split, chunk = _split(count, outputs, tuning.target_threads, tuning.min_chunk_thread, per_quad, most)
@@ -277,8 +361,14 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     if red.input.data_type.size == 8:
         loader = "load_pairs"
     else:
-        loader = "load_quads" if per_quad or kernel == "reduce_columns" else "load_packed"
-    merge_kernel, merge_grid = (None, None) if partials_only else merge_pass(split, outputs, caps, tuning)
+        loader = "load_quads" if per_quad or kernel in ("reduce_columns", "reduce_rows") else "load_packed"
+    # The batched walk reads quads of contiguous rows (or whole-quad inner rows); a thread
+    # that walks many of them tests each against the best so far before keying it.
+    batch = tuning.batch if kernel == "reduce_segments" and loader == "load_quads" else 0
+    skip_test = bool(batch and tuning.skip_min_quads and chunk // per_quad // segment >= tuning.skip_min_quads)
+    race = (kernel == "reduce_segments" and 1 < split <= tuning.race_max_chunks and caps.int64_atomics
+            and red.input.data_type.size <= 4 and not partials_only)
+    merge_kernel, merge_grid = (None, None) if partials_only or race else merge_pass(split, outputs, caps, tuning)
     max_dim = caps.max_workgroups_per_dim
     return Plan(
         kernel=kernel,
@@ -290,10 +380,16 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         nan_mode=nan_mode,
         int64=caps.shader_int64,
         subgroups=caps.subgroups and tuning.subgroups,
+        batch=batch,
+        skip_test=skip_test,
+        column_quads=column_quads,
+        column_skip=kernel == "reduce_columns" and tuning.columns_skip,
         kept=kept,
         reduced=reduced,
         workgroup_size=wg,
         segment=segment,
+        row_width=count if block_rows else 0,
+        block_rows=block_rows,
         split=split,
         chunk=chunk,
         grid=grid_for(groups, max_dim),
@@ -301,6 +397,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         merge_grid=merge_grid,
         in_base=in_base,
         partials_only=partials_only,
+        race=race,
     )
 
 
@@ -308,6 +405,6 @@ def merge_pass(chunks: int, outputs: int, caps: Capabilities, tuning: Tuning):
     """The merge kernel and grid for ``chunks`` partial pairs per output (none for one chunk)."""
     if chunks <= 1:
         return None, None
-    by_workgroup = chunks > tuning.merge_workgroup_above
+    by_workgroup = chunks > tuning.merge_workgroup_above or outputs < tuning.merge_workgroup_below
     groups = outputs if by_workgroup else math.ceil(outputs / tuning.workgroup_size)
     return ("merge_partials_workgroup" if by_workgroup else "merge_partials"), grid_for(groups, caps.max_workgroups_per_dim)

@@ -50,17 +50,19 @@ from .errors import AdapterError, DeviceLostError, GPUMemoryError
 from .plan import Capabilities
 
 #: Features used when the adapter has them.
-_WANTED_FEATURES = ("shader-int64", "shader-f16", "subgroup", "timestamp-query")
+_WANTED_FEATURES = ("shader-int64", "shader-f16", "subgroup", "timestamp-query", "shader-int64-atomic-all-ops")
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
 _MAP_READ = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
 _MAP_WRITE = wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC
 
-#: Binding 0: parameters; 1: the input (read-only); 2: the output.
+#: Binding 0: parameters; 1: the input (read-only); 2: the output; 3: scratch that a pass
+#: keeps between dispatches (a plan's race words), else a small buffer no shader declares.
 _LAYOUT_ENTRIES = [
     {"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.uniform}},
     {"binding": 1, "visibility": wgpu.ShaderStage.COMPUTE,
      "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
     {"binding": 2, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
+    {"binding": 3, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
 ]
 
 #: wgpu-py versions the native path is written against, with the wgpu-native each bundles.
@@ -522,6 +524,7 @@ class Runner:
             shader_int64="shader-int64" in self.features,
             offset_alignment=limits["min-storage-buffer-offset-alignment"],
             subgroups="subgroup" in self.features,
+            int64_atomics={"shader-int64", "shader-int64-atomic-all-ops"} <= self.features,
         )
         for name, value in smaller.items():
             if value > getattr(self.capabilities, name):
@@ -549,6 +552,7 @@ class Runner:
         self._live: weakref.WeakSet = weakref.WeakSet()
 
         self._lost: str | None = None
+        self._no_scratch = self.storage(16)  # binding 3 of passes that keep no scratch
         # Transfer sizes (module defaults; the tests shrink them to reach every path)
         self.ring_chunk, self.ring_depth, self.stream_above = RING_CHUNK, RING_DEPTH, STREAM_ABOVE
         self.parallel_copy_above = 4 << 20
@@ -746,9 +750,10 @@ class Runner:
             data=words, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
         )
 
-    def bind(self, params, src, dst):
-        """The bind group of one pass: its parameters, input and output. ``src`` and ``dst``
-        are buffers, or (buffer, offset, size) windows of them."""
+    def bind(self, params, src, dst, scratch=None):
+        """The bind group of one pass: its parameters, input, output and the scratch it keeps
+        between dispatches (binding 3, if any). ``src`` and ``dst`` are buffers, or (buffer,
+        offset, size) windows of them."""
         def resource(target) -> dict:
             if isinstance(target, tuple):
                 buffer, offset, size = target
@@ -758,7 +763,8 @@ class Runner:
         self.check()
         return self.device.create_bind_group(
             layout=self._bind_layout,
-            entries=[{"binding": i, "resource": resource(t)} for i, t in enumerate((params, src, dst))],
+            entries=[{"binding": i, "resource": resource(t)}
+                     for i, t in enumerate((params, src, dst, scratch or self._no_scratch))],
         )
 
     # ------------------------------------------------------------------ recording and submitting

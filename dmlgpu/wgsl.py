@@ -60,7 +60,8 @@ def _store_part(plan: Plan) -> str:
 
 
 def shader_sources(plan: Plan) -> list[str]:
-    """The WGSL of each pass of a plan. Plans that differ only in sizes give equal text."""
+    """The WGSL of each pass of a plan. Plans that differ only in sizes give equal text,
+    except reduce_rows's, whose rows' width is a constant."""
     keys, consts = _key_parts(plan)
     consts = {
         "WG": plan.workgroup_size,
@@ -68,20 +69,34 @@ def shader_sources(plan: Plan) -> list[str]:
         "RED_RANK": len(plan.reduced),
         "INCREASING": plan.increasing,
         "SEG": plan.segment,
+        "ROW": plan.row_width,
+        "ROWS": plan.block_rows,
         "REMAP": plan.remaps_index,
+        "ONE_CHUNK": plan.split == 1,
+        "BATCH": plan.batch,
+        "SKIP_TEST": plan.skip_test,
+        "COLQ": plan.column_quads,
+        "COL_SKIP": plan.column_skip,
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
     passes = []
     if plan.kernel:
-        first_store = "store_partial" if plan.split > 1 or plan.partials_only else _store_part(plan)
-        passes.append(["common", *keys, plan.loader, "fold", first_store, plan.kernel])
+        if plan.race:
+            stores = [_store_part(plan), "store_race"]
+        elif plan.split > 1 or plan.partials_only:
+            stores = ["store_partial"]
+        else:
+            stores = [_store_part(plan), "store_direct"]
+        passes.append(["common", *keys, plan.loader, "fold", *stores, plan.kernel])
     if plan.merge_kernel:
         passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
     cooperation = ["invocation_subgroups", "tree", "tree_subgroups"] if plan.subgroups else ["invocation", "tree", "tree_only"]
     for parts in passes:  # kernels whose threads cooperate merge within segments
-        if parts[-1] in ("reduce_segments", "merge_partials_workgroup"):
+        if parts[-1] in ("reduce_segments", "reduce_rows", "merge_partials_workgroup"):
             parts[-1:-1] = cooperation
+        if parts[-1] == "reduce_segments":
+            parts[-1:-1] = ["walk_batched" if plan.batch else "walk_strided"]
     return [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
 
 

@@ -10,8 +10,11 @@ struct Work {
 }
 
 // Work item `item`, numbered chunk-major (item = chunk * outputs + output), as the
-// partial pairs are stored.
+// partial pairs are stored. ONE_CHUNK: the item is the output, found without a division.
 fn work_of(item: u32) -> Work {
+    if (ONE_CHUNK) {
+        return Work(0u, params.counts.y, kept_offsets(item));
+    }
     let outputs = params.counts.x;
     let output = item % outputs;
     let chunk = item / outputs;

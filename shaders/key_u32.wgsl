@@ -3,6 +3,11 @@
 
 alias Key = u32;
 
+// Elements of BITS bits (8, 16 or 32) share 32-bit words: PER_WORD lanes of BIT_MASK each.
+const PER_WORD: u32 = 32u / BITS;
+const BIT_MASK: u32 = 0xffffffffu >> (32u - BITS);
+const LANE_ONES: u32 = 0xffffffffu / BIT_MASK;  // a 1 in each lane
+
 fn key_of_bits(b: u32) -> Key {
     return key_of_bits4(vec4<u32>(b)).x;
 }

@@ -1,10 +1,7 @@
 // Elements of BITS bits (8, 16 or 32) packed into 32-bit words, read one word at a time.
-// Constants: BITS.
+// Constants: BITS (PER_WORD and BIT_MASK from key_u32.wgsl).
 
 @group(0) @binding(1) var<storage, read> src: array<u32>;
-
-const PER_WORD: u32 = 32u / BITS;
-const BIT_MASK: u32 = 0xffffffffu >> (32u - BITS);
 
 fn load_key(e: u32) -> Key {
     return key_of_bits((src[e / PER_WORD] >> ((e % PER_WORD) * BITS)) & BIT_MASK);

@@ -1,12 +1,10 @@
 // Elements of BITS bits (8, 16 or 32) in rows that the plan found contiguous and aligned
 // to 16 bytes: read as quads of words (one 16-byte load), the ragged tail one by one.
-// Constants: BITS.
+// Constants: BITS (PER_WORD and BIT_MASK from key_u32.wgsl).
 
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 
-const PER_WORD: u32 = 32u / BITS;
 const PER_QUAD: u32 = 4u * PER_WORD;
-const BIT_MASK: u32 = 0xffffffffu >> (32u - BITS);
 
 fn load_key(e: u32) -> Key {
     return key_of_bits(quad_bits(src[e / PER_QUAD], e % PER_QUAD));
@@ -21,12 +19,11 @@ fn quad_keys(words: vec4<u32>, p: u32) -> vec4<u32> {
     return key_of_bits4((words >> vec4<u32>(p * BITS)) & vec4<u32>(BIT_MASK));
 }
 
-// Merge the PER_QUAD elements of quad `q`, whose first has reduced index `r` (larger than
-// best's index): the quad's largest key first, part by part with whole-vector operations,
-// and only a quad that wins looks for which of its elements holds it (the first for
-// INCREASING, the last for DECREASING).
-fn fold_quad(q: u32, r: u32, best: ptr<function, Pair>) {
-    let words = src[q];
+// Merge the PER_QUAD elements of a quad, read as `words`, whose first has reduced index `r`
+// (larger than best's index): the quad's largest key first, part by part with
+// whole-vector operations, and only a quad that wins looks for which of its elements holds
+// it (the first for INCREASING, the last for DECREASING).
+fn fold_words(words: vec4<u32>, r: u32, best: ptr<function, Pair>) {
     var top = 0u;  // no key is below 0
     for (var p = 0u; p < PER_WORD; p++) {
         let k = quad_keys(words, p);
@@ -61,7 +58,7 @@ fn fold_range(base: u32, start: u32, end: u32, first: u32, step: u32, best: ptr<
     let quads = (end - start) / PER_QUAD;
     for (var q = first; q < quads; q += step) {
         let r = start + q * PER_QUAD;
-        fold_quad(quad_at(base, r), r, best);
+        fold_words(src[quad_at(base, r)], r, best);
     }
     fold_strided(base, start + quads * PER_QUAD, end, first, step, best);
 }

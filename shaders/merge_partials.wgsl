@@ -12,5 +12,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var chunk = 1u; chunk < params.split.x; chunk++) {
         best = merge(best, partial(chunk * outputs + o));
     }
-    store_result(o, kept_offsets(o).y, best);
+    store_winner(kept_offsets(o).y, best);
 }

@@ -16,6 +16,6 @@ fn main(inv: Invocation) {
     }
     let winner = segment_best(inv, best, WG);
     if (lid == 0u) {
-        store_result(o, kept_offsets(o).y, winner);
+        store_winner(kept_offsets(o).y, winner);
     }
 }

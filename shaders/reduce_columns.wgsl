@@ -1,45 +1,68 @@
-// A thread per PER_QUAD neighbouring outputs (one 16-byte quad of each reduced row): for
-// reductions over outer or middle axes, where outputs are contiguous in memory. Each step
-// loads one quad and advances the PER_QUAD outputs' pairs together, so a warp reads
-// 512 contiguous bytes per load. The plan checked that every quad is aligned.
-// Constants: WG, PER_QUAD (from load_quads.wgsl).
+// A thread per COLQ neighbouring 16-byte quads of outputs (COLQ * PER_QUAD outputs: one
+// quad or two side by side of each reduced row): for reductions over outer or middle axes,
+// where outputs are contiguous in memory. Each step loads the COLQ quads of one row and
+// advances their outputs' pairs together, so a warp reads 512 contiguous bytes per load.
+// COL_SKIP: each part of a quad is first tested against its outputs' bests on raw bits
+// (quick_lanes_pass, the key module's), and only a part that may win gets exact keys. The
+// plan checked that every quad is aligned and that a thread's quads lie in one row.
+// Constants: WG, PER_QUAD (from load_quads.wgsl), COLQ, COL_SKIP.
+
+const COL_OUTPUTS: u32 = COLQ * PER_QUAD;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let item = workgroup_index(wid) * WG + lid;
     let outputs = params.counts.x;
-    let groups = outputs / PER_QUAD;
+    let groups = outputs / COL_OUTPUTS;
     if (item >= groups * params.split.x) {
         return;
     }
-    let o = (item % groups) * PER_QUAD;
+    let o = (item % groups) * COL_OUTPUTS;
     let chunk = item / groups;
     let start = chunk * params.split.y;
     let end = start + min(params.split.y, params.counts.y - start);
     let base = kept_offsets(o).x;
 
-    // Part p of a quad holds element w * PER_WORD + p of word w, which belongs to output
-    // o + w * PER_WORD + p; each part's keys and indices advance as whole vectors.
-    var best_key: array<vec4<u32>, PER_WORD>;
-    var best_index: array<vec4<u32>, PER_WORD>;
-    let first = src[(base + reduced_offsets(start).x) / PER_QUAD];
-    for (var p = 0u; p < PER_WORD; p++) {
-        best_key[p] = quad_keys(first, p);
-        best_index[p] = vec4<u32>(start);
-    }
-    for (var r = start + 1u; r < end; r++) {
-        let words = src[(base + reduced_offsets(r).x) / PER_QUAD];
+    // Part p of quad j holds element w * PER_WORD + p of word w, which belongs to output
+    // o + j * PER_QUAD + w * PER_WORD + p; each part's keys and indices advance as whole vectors.
+    var best_key: array<array<vec4<u32>, PER_WORD>, COLQ>;
+    var best_index: array<array<vec4<u32>, PER_WORD>, COLQ>;
+    var limit: array<array<vec4<u32>, PER_WORD>, COLQ>;
+    let first = (base + reduced_offsets(start).x) / PER_QUAD;
+    for (var j = 0u; j < COLQ; j++) {
+        let words = src[first + j];
         for (var p = 0u; p < PER_WORD; p++) {
-            let k = quad_keys(words, p);
-            // r is larger than every index held: the simplified tie rule (common.wgsl).
-            let wins = select(k >= best_key[p], k > best_key[p], INCREASING);
-            best_key[p] = select(best_key[p], k, wins);
-            best_index[p] = select(best_index[p], vec4<u32>(r), wins);
+            best_key[j][p] = quad_keys(words, p);
+            best_index[j][p] = vec4<u32>(start);
+            limit[j][p] = quick_limit4(best_key[j][p]);
         }
     }
-    for (var j = 0u; j < PER_QUAD; j++) {
-        let p = j % PER_WORD;
-        let w = j / PER_WORD;
-        store_result(chunk * outputs + o + j, kept_offsets(o + j).y, Pair(best_key[p][w], best_index[p][w]));
+    for (var r = start + 1u; r < end; r++) {
+        let q = (base + reduced_offsets(r).x) / PER_QUAD;
+        var words: array<vec4<u32>, COLQ>;
+        for (var j = 0u; j < COLQ; j++) {
+            words[j] = src[q + j];
+        }
+        for (var j = 0u; j < COLQ; j++) {
+            for (var p = 0u; p < PER_WORD; p++) {
+                if (COL_SKIP && !quick_lanes_pass(words[j], p, limit[j][p])) {
+                    continue;
+                }
+                let k = quad_keys(words[j], p);
+                // r is larger than every index held: the simplified tie rule (common.wgsl).
+                let wins = select(k >= best_key[j][p], k > best_key[j][p], INCREASING);
+                best_key[j][p] = select(best_key[j][p], k, wins);
+                best_index[j][p] = select(best_index[j][p], vec4<u32>(r), wins);
+                if (COL_SKIP) {
+                    limit[j][p] = quick_limit4(best_key[j][p]);
+                }
+            }
+        }
+    }
+    for (var i = 0u; i < COL_OUTPUTS; i++) {
+        let j = i / PER_QUAD;
+        let p = i % PER_WORD;
+        let w = (i % PER_QUAD) / PER_WORD;
+        store_result(chunk * outputs + o + i, kept_offsets(o + i).y, Pair(best_key[j][p][w], best_index[j][p][w]));
     }
 }

@@ -2,7 +2,8 @@
 // splits it). SEG = WG gives each long row a workgroup; a small SEG packs WG / SEG short
 // rows into a workgroup, so that a warp's loads cover neighbouring rows rather than one
 // element of 32 rows. The threads fold the chunk with stride SEG, a tree over each segment
-// (tree.wgsl) merges their pairs, and the segment's first thread stores the winner.
+// (tree.wgsl) merges their pairs, and the segment's first thread stores the winner. How a
+// thread walks its part of the chunk: walk_strided.wgsl or walk_batched.wgsl.
 // Constants: WG, SEG.
 
 @compute @workgroup_size(WG)
@@ -17,7 +18,7 @@ fn main(inv: Invocation) {
     let work = work_of(item);
 
     var best = walk_start(work.start);
-    fold_range(work.base.x, work.start, work.end, lane, SEG, &best);
+    fold_segment(subgroup_on_one_item(item), work.base.x, work.start, work.end, lane, SEG, &best);
 
     var winner = best;
     if (SEG > 1u) {  // a thread a row needs no tree, nor its barriers

@@ -2,7 +2,7 @@
 
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 
-fn store_result(slot: u32, out_base: u32, best: Pair) {
+fn store_winner(out_base: u32, best: Pair) {
     let index = reported_index(best.index);
     dst[out_base] = index;
 }

@@ -3,7 +3,7 @@
 
 @group(0) @binding(2) var<storage, read_write> dst: array<atomic<u32>>;
 
-fn store_result(slot: u32, out_base: u32, best: Pair) {
+fn store_winner(out_base: u32, best: Pair) {
     let index = reported_index(best.index);
     let e = out_base + reduced_offsets(index).y;
     if (e < params.split.w) {  // else another window's (a merge run per window)

@@ -15,3 +15,14 @@ fn segment_best(inv: Invocation, mine: Pair, width: u32) -> Pair {
     }
     return best;
 }
+
+// Whether every thread of this thread's subgroup works on `item` (so that they may share
+// their best key: walk_batched.wgsl).
+fn subgroup_on_one_item(item: u32) -> bool {
+    return subgroupAll(subgroupBroadcastFirst(item) == item);
+}
+
+// The largest key of the subgroup where `pooled`, else this thread's own.
+fn threshold_key(key: u32, pooled: bool) -> u32 {
+    return select(key, subgroupMax(key), pooled);
+}

@@ -78,9 +78,13 @@ def test_read_ceiling_folds_its_stride_with_max(device):
         src.destroy()
 
 
-def test_copy_ceiling_copies_the_bytes(device):
+@pytest.mark.parametrize("groups", [None, 2])  # a step a thread; 2 workgroups: several, the last ragged
+def test_copy_ceiling_copies_the_bytes(device, monkeypatch, groups):
+    if groups:
+        monkeypatch.setattr(bench, "CEILING_MAX_GROUPS", groups)
+    vec4s = 3000
     rng = np.random.default_rng(2)
-    words = rng.integers(0, 2**32, size=4 * 3000, dtype=np.uint32)
+    words = rng.integers(0, 2**32, size=4 * vec4s, dtype=np.uint32)
     runner, src = _quads(device, words)
     ceiling = bench.Ceiling(runner, "copy", src, words.nbytes)
     try:

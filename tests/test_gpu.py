@@ -579,12 +579,15 @@ def test_adapter_choice_by_index(monkeypatch):
 @pytest.fixture(scope="module", params=[True, False], ids=["subgroups", "tree"])
 def small_tuning_device(request):
     """Thresholds shrunk so that small inputs split, with several rows a workgroup; segments
-    merge with subgroup shuffles where the adapter has them, or with the tree alone."""
+    merge with subgroup shuffles where the adapter has them, or with the tree alone. Short
+    rows go to the segments kernel here, and splits to a merge pass (reduce_rows and the
+    racing split have their own tests)."""
     from dmlgpu.plan import Tuning
 
     device = dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=1, target_workgroups=64,
                                          min_chunk_per_lane=1, target_threads=512, min_chunk_thread=5,
-                                         merge_workgroup_above=16, subgroups=request.param))
+                                         merge_workgroup_above=16, subgroups=request.param, rows_max_bytes=0,
+                                         race_max_chunks=0, merge_workgroup_below=0))
     return device
 
 
@@ -689,6 +692,8 @@ PIECE_CASES = [
     (DataType.INT16, (900, 8), (1,), False, "kept"),
     (DataType.FLOAT32, (50, 3, 40), (1,), False, "kept"),  # columns kernel per piece
     (DataType.INT32, (2000, 5), (1,), False, "kept"),  # several buffers of input and output
+    (DataType.FLOAT32, (600, 6), (1,), False, "kept"),  # short rows from a quad inside the window (lavapipe)
+    (DataType.INT8, (600, 24), (1,), False, "kept"),
     (DataType.FLOAT32, (3, 2000), (1,), False, "reduced"),  # one row beyond a binding: a group per row
     (DataType.FLOAT16, (2, 9000), (1,), False, "reduced"),  # one row beyond a buffer too
     (DataType.FLOAT32, (40, 50), (0, 1), True, "reduced"),  # the outermost axis is the last reduced
@@ -739,3 +744,259 @@ def test_an_error_on_a_pieced_device_leaves_it_working(small_limits_device):
     with pytest.raises(dmlgpu.DescriptorError, match="axes"):
         dmlgpu.argmax(np.zeros((40, 50), np.float32).T, (0, 2), device=small_limits_device)
     assert dmlgpu.argmax(np.arange(5000, dtype=np.float32), 0, device=small_limits_device).item() == 4999
+
+
+# --- the segments kernel's batched walk and its skip test (walk_batched.wgsl) ---------
+
+
+def hard_rows(data_type: DataType, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Rows that stress a walk which skips quads: drawn from few pool values (ties and special
+    values everywhere), rising (every quad a new best), falling, all equal, the extremes of
+    the type planted at quad and thread boundaries, and signed zeros around the best."""
+    dtype = data_type.numpy
+    pool = value_pool(data_type)
+    rows = [tie_values(data_type, n, rng, pool_size=k) for k in (2, 3, 4, 4)]
+    rows += [np.sort(rng.choice(pool, n)), np.sort(rng.choice(pool, n))[::-1], np.full(n, pool[rng.integers(len(pool))])]
+    extremes = np.full(n, pool[len(pool) // 2], dtype)
+    top, bottom = (np.inf, -np.inf) if data_type.is_float else (np.iinfo(dtype).max, np.iinfo(dtype).min)
+    for p in (3, 4, 31, 32, 33, 127, 128, n - 1):
+        extremes[p % n] = top if p % 2 else bottom
+    rows.append(extremes)
+    if data_type.is_float:
+        zeros = np.where(rng.random(n) < 0.5, 0.0, -0.0).astype(dtype)
+        zeros[rng.integers(n, size=3)] = np.finfo(dtype).smallest_subnormal * np.array([1, -1, 1], dtype)
+        rows += [zeros, np.full(n, np.nan, dtype)]
+    return np.stack(rows).astype(dtype)
+
+
+@pytest.fixture(scope="module", params=["pooled", "per-thread", "no-subgroups"])
+def walk_device(request):
+    """Small workgroups whose segments walk many quads each, skip test on. "pooled": segments
+    of 32 threads, so a subgroup (8 on lavapipe, 32 on NVIDIA) walks one chunk and shares its
+    best; "per-thread": segments of 4 threads, so a subgroup spans several rows and each
+    thread tests against its own best; "no-subgroups": the tree and per-thread bests."""
+    from dmlgpu.plan import Tuning
+
+    loads = {"pooled": 8, "per-thread": 64, "no-subgroups": 8}[request.param]
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=loads, batch=3, skip_min_quads=2,
+                                       target_workgroups=4, min_chunk_per_lane=4, subgroups=request.param != "no-subgroups"))
+
+
+@pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
+def test_batched_walk_with_skip_test(walk_device, data_type):
+    rng = np.random.default_rng(zlib.crc32(data_type.name.encode()))
+    x = hard_rows(data_type, 4000 // data_type.size, rng)
+    plan = walk_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[1])).plan
+    assert plan.kernel == "reduce_segments" and plan.batch == 3 and plan.skip_test
+    ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
+    for op in ops:
+        for direction in (["increasing"] if op == "hardmax" else ["increasing", "decreasing"]):
+            for nan_mode in (["ignore", "propagate"] if data_type.is_float else ["ignore"]):
+                kwargs = {"nan_mode": nan_mode} | ({} if op == "hardmax" else {"axis_direction": direction})
+                assert_same(*run_both(op, x, 1, walk_device, **kwargs))
+
+
+def test_batched_walk_splits_and_output_types(walk_device):
+    """Chunks of one row each walk with their own best (a split), a ragged tail after the
+    quads, and the indices come out as every output type."""
+    rng = np.random.default_rng(12)
+    x = tie_values(DataType.FLOAT32, 9003, rng, pool_size=3)
+    assert walk_device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", x.shape), axes=[0])).plan.split > 1
+    for out_type in INDEX_TYPES:
+        for direction in ("increasing", "decreasing"):
+            assert_same(*run_both("argmin", x, 0, walk_device, axis_direction=direction, output_data_type=out_type))
+
+
+@pytest.mark.parametrize("shape, axes", [((6, 3, 200), (0, 2)), ((7, 2, 640), (0, 2)), ((5, 2, 3, 40), (0, 1, 3)), ((3, 50, 2, 16), (1, 3))])
+def test_batched_walk_carries_multi_axis_offsets(walk_device, shape, axes):
+    """Several reduced dimensions, the innermost whole quads: the odometer carries offsets
+    across rows of the inner dimension, with steps longer and shorter than a row."""
+    rng = np.random.default_rng(len(shape))
+    x = tie_values(DataType.INT16, shape, rng, pool_size=3)
+    plan = walk_device.compile(ArgMaxOperatorDesc(TensorDesc("INT16", shape), axes=axes)).plan
+    assert plan.batch and len(plan.reduced) >= 2 and plan.loader == "load_quads"
+    for direction in ("increasing", "decreasing"):
+        assert_same(*run_both("argmax", x, axes, walk_device, axis_direction=direction))
+        assert_same(*run_both("argmin", x, axes, walk_device, axis_direction=direction))
+
+
+# --- short packed rows in blocks (reduce_rows.wgsl) ------------------------------------
+
+
+@pytest.fixture(scope="module", params=["subgroups", "tree"])
+def rows_device(request):
+    """Workgroups of 32 threads, at most 2 of them, so that each strides over several tiles
+    of rows; segments of several threads merge with shuffles or with the tree."""
+    from dmlgpu.plan import Tuning
+
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, rows_groups=2, subgroups=request.param == "subgroups"))
+
+
+ROWS_CASES = [  # (type, width, (threads a block, rows a block))
+    (DataType.FLOAT32, 3, (1, 4)),  # 4 rows make 3 quads
+    (DataType.FLOAT32, 5, (1, 4)),
+    (DataType.FLOAT32, 8, (1, 2)),
+    (DataType.FLOAT32, 16, (1, 1)),
+    (DataType.FLOAT32, 36, (4, 1)),  # 9 quads over 4 threads: some load 2, some 3
+    (DataType.FLOAT32, 64, (4, 1)),
+    (DataType.FLOAT16, 3, (1, 8)),
+    (DataType.FLOAT16, 24, (1, 1)),
+    (DataType.FLOAT16, 40, (2, 1)),
+    (DataType.INT8, 3, (1, 16)),
+    (DataType.INT8, 20, (1, 4)),
+    (DataType.UINT8, 64, (1, 1)),
+    (DataType.INT16, 2, (1, 16)),  # 4 rows a quad, 4 quads a thread
+    (DataType.UINT16, 6, (1, 4)),
+    (DataType.INT32, 7, (1, 4)),
+    (DataType.UINT32, 12, (1, 1)),
+]
+
+
+@pytest.mark.parametrize("data_type, width, blocks", ROWS_CASES, ids=lambda v: getattr(v, "name", str(v)))
+def test_short_rows_in_blocks(rows_device, data_type, width, blocks):
+    rng = np.random.default_rng(width * 100 + data_type.size)
+    count = 32 * 16 * 3 + 5  # several tiles a workgroup, the last block ragged
+    x = tie_values(data_type, (count, width), rng, pool_size=3)
+    x[:5] = x[5, 0]  # rows all equal
+    if data_type.is_float:
+        x[5] = np.nan
+    compiled = rows_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[1]))
+    assert (compiled.plan.kernel, (compiled.plan.segment, compiled.plan.block_rows)) == ("reduce_rows", blocks)
+    ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
+    for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
+        if op == "hardmax" and direction == "decreasing":
+            continue
+        kwargs = {"nan_mode": ("ignore", "propagate")[i % 2]} if data_type.is_float else {}
+        if op != "hardmax":
+            kwargs.update(axis_direction=direction, output_data_type=INDEX_TYPES[i % 4])
+        assert_same(*run_both(op, x, 1, rows_device, **kwargs))
+
+
+
+def test_short_rows_write_nothing_past_the_last(rows_device):
+    """The last block's rows beyond the tensor are folded but not stored: the output's
+    memory past its last element (here inside its buffer) keeps its zeros."""
+    x = tie_values(DataType.FLOAT32, (45, 3), np.random.default_rng(6))  # blocks of 4 rows: 3 past the end
+    out = TensorDesc("UINT32", (45, 1), total_tensor_size_in_bytes=4 * 64)
+    desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", x.shape), out, axes=[1], axis_direction="DECREASING")
+    compiled = rows_device.compile(desc)
+    assert compiled.plan.kernel == "reduce_rows"
+    result = rows_device.empty(out)
+    compiled.run(rows_device.upload(x), result)
+    raw = np.frombuffer(rows_device.runner.read(result._buffer, 4 * 64), np.uint32)
+    assert raw[:45].tolist() == oracle.evaluate(desc, x).ravel().tolist()
+    assert not raw[45:].any()
+
+
+# --- a split in one dispatch: work items race in 64-bit atomics (store_race.wgsl) -----
+
+
+@pytest.fixture(scope="module", params=["workgroup-chunks", "segment-chunks"])
+def race_device(request):
+    """Splits small enough to race: a chunk a workgroup of 32 threads, or chunks of segments
+    of 4 threads, several to a workgroup."""
+    from dmlgpu.plan import Tuning
+
+    loads = {"workgroup-chunks": 1, "segment-chunks": 64}[request.param]
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=loads, target_workgroups=16,
+                                       min_chunk_per_lane=1, rows_max_bytes=0))
+
+
+def race_plan(device, x, axes=(1,)):
+    plan = device.compile(ArgMaxOperatorDesc(layout.describe(x)[0], axes=axes)).plan
+    assert plan.split > 1 and plan.race == device.runner.capabilities.int64_atomics
+    assert device.runner.capabilities.int64_atomics or "lavapipe" not in device.name.lower()
+    return plan
+
+
+@pytest.mark.parametrize("data_type", [DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.UINT32],
+                         ids=lambda t: t.name)
+def test_racing_split(race_device, data_type):
+    """Maxima at both ends of every chunk (ties across chunks in both directions), rows of
+    ties and special values, equal rows, NaN in both modes, every output type."""
+    rng = np.random.default_rng(data_type.size)
+    x = hard_rows(data_type, 1024 // data_type.size * 4, rng)
+    chunk = race_plan(race_device, x).chunk
+    edges = np.arange(0, x.shape[1], chunk)
+    x[0, :] = x[0, 1]
+    x[0, np.concatenate([edges, edges[1:] - 1])] = value_pool(data_type)[-1 if data_type.is_float else 5]
+    for i, (op, direction) in enumerate(itertools.product(["argmax", "argmin"], ["increasing", "decreasing"])):
+        kwargs = {"axis_direction": direction, "output_data_type": INDEX_TYPES[i]}
+        if data_type.is_float:
+            kwargs["nan_mode"] = ("ignore", "propagate")[i % 2]
+        assert_same(*run_both(op, x, 1, race_device, **kwargs))
+    if data_type.is_float:
+        for nan_mode in ("ignore", "propagate"):
+            assert_same(*run_both("hardmax", x, 1, race_device, nan_mode=nan_mode))
+
+
+def test_racing_split_leaves_its_words_ready_for_the_next_call(race_device):
+    """Each dispatch resets the words it raced in: repeated runs, timed runs and new data
+    all see clean words."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 4000)).astype(np.float32)
+    race_plan(race_device, x)
+    compiled = race_device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", x.shape), axes=[1]))
+    source, result = race_device.upload(x), race_device.empty(compiled.output_desc)
+    compiled.gpu_times(source, result, repeats=3)
+    for _ in range(2):
+        compiled.run(source, result)
+    assert result.numpy().ravel().tolist() == np.argmax(x, axis=1).tolist()
+    y = -x  # a smaller maximum than the last call's: a stale word would win
+    assert compiled(y).ravel().tolist() == np.argmax(y, axis=1).tolist()
+
+
+# --- columns: neighbouring quads a thread, and the skip test per part (reduce_columns) --
+
+
+@pytest.fixture(scope="module", params=["2-quads-skip", "1-quad-skip", "2-quads"])
+def columns_device(request):
+    from dmlgpu.plan import Tuning
+
+    quads, skip = {"2-quads-skip": (2, True), "1-quad-skip": (1, True), "2-quads": (2, False)}[request.param]
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_threads=64, min_chunk_thread=40,
+                                       columns_quads=quads, columns_skip=skip))
+
+
+@pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
+def test_columns_with_skip_test(columns_device, data_type):
+    """Each column one of hard_rows's: ties and specials, rising, falling, equal, extremes,
+    signed zeros, NaN; chunks of 40-odd rows (a split) and every op, direction and NaN mode."""
+    rng = np.random.default_rng(zlib.crc32(b"columns" + data_type.name.encode()))
+    rows = hard_rows(data_type, 301, rng)
+    per_quad = 16 // data_type.size
+    x = rows[rng.permutation(np.arange(4 * per_quad) % len(rows))].T.copy()  # (301, 4 quads of columns)
+    plan = columns_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[0])).plan
+    assert plan.kernel == "reduce_columns" and plan.split > 1
+    assert (plan.column_quads, plan.column_skip) == (columns_device.tuning.columns_quads, columns_device.tuning.columns_skip)
+    ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
+    for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
+        if op == "hardmax" and direction == "decreasing":
+            continue
+        kwargs = {"nan_mode": ("ignore", "propagate")[i // 2 % 2]} if data_type.is_float else {}
+        if op != "hardmax":
+            kwargs.update(axis_direction=direction, output_data_type=INDEX_TYPES[i % 4])
+        assert_same(*run_both(op, x, 0, columns_device, **kwargs))
+    # Random columns, where the bests climb and most parts are skipped
+    noise = rng.standard_t(3, x.shape) * (50 if data_type.is_float else 2**(8 * data_type.size))
+    noise = noise.astype(data_type.numpy) if data_type.is_float else noise.astype(np.int64).astype(data_type.numpy)
+    for op, direction in itertools.product(["argmax", "argmin"], ["increasing", "decreasing"]):
+        assert_same(*run_both(op, noise, 0, columns_device, axis_direction=direction))
+
+
+def test_columns_of_two_quads_need_whole_pairs_of_quads(columns_device):
+    """A kept row of 3 quads: the thread takes one quad, whatever the tuning."""
+    x = tie_values(DataType.FLOAT32, (50, 3, 12), np.random.default_rng(1))
+    assert columns_device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", x.shape), axes=[0, 1])).plan.column_quads == 1
+    assert_same(*run_both("argmax", x, (0, 1), columns_device, axis_direction="decreasing"))
+
+
+def test_racing_words_start_at_zero_even_in_a_pooled_buffer(device):
+    """A racing plan's words must start at zero: a buffer from the pool holds old bytes."""
+    dirty = device.runner.storage(16, np.full(16, 0xFF, np.uint8))
+    device.runner.free(dirty)  # the next 16-byte storage comes from the pool, all ones
+    x = np.random.default_rng(7).integers(0, 60000, 38, dtype=np.uint16)
+    compiled = device.compile(ArgMaxOperatorDesc(TensorDesc("UINT16", (38,)), axes=[0]))
+    assert compiled.plan.race, "this case should merge its split in one dispatch on this adapter"
+    for _ in range(3):
+        assert compiled(x).item() == np.argmax(x)

@@ -1,5 +1,7 @@
 """The planner, without a GPU: simplification, kernel choice, splits and grids."""
 
+import dataclasses
+
 import pytest
 
 from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, TensorDesc
@@ -49,13 +51,13 @@ def test_kept_dims_put_smallest_input_stride_innermost():
     "sizes, axes, kernel, loader, segment, split",
     [
         ((4096, 65536), [1], "reduce_segments", "load_quads", 256, 1),  # long rows: a workgroup each
-        ((1, 151936), [1], "reduce_segments", "load_quads", 256, 18),  # one long row: split
+        ((1, 151936), [1], "reduce_segments", "load_quads", 256, 148),  # one long row: a quad a thread
         ((2**28,), [0], "reduce_segments", "load_quads", 256, 4096),  # all axes: split
         ((65536, 4096), [0], "reduce_columns", "load_quads", 1, 256),  # outer axis: columns, split
         ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1, 1),  # middle axis
-        ((16777216, 8), [1], "reduce_segments", "load_quads", 1, 1),  # many tiny rows: a thread a row
-        ((4194304, 64), [1], "reduce_segments", "load_quads", 4, 1),  # 64 rows a workgroup
-        ((1048576, 3), [1], "reduce_segments", "load_packed", 1, 1),  # rows not 16-byte aligned
+        ((16777216, 8), [1], "reduce_rows", "load_quads", 1, 1),  # many tiny rows: two a thread
+        ((4194304, 64), [1], "reduce_rows", "load_quads", 4, 1),  # 64 rows a workgroup
+        ((1048576, 3), [1], "reduce_rows", "load_quads", 1, 1),  # rows not 16-byte aligned: 4 a thread
         ((8, 16777216), [0], "reduce_columns", "load_quads", 1, 1),
         ((1048576, 3), [0], "reduce_thread", "load_packed", 1, 16384),  # 3 columns: not a quad
         ((64, 128, 4096), [0, 2], "reduce_segments", "load_quads", 256, 32),  # multi-axis, quads per row
@@ -77,12 +79,30 @@ def test_quads_need_16_byte_aligned_rows():
     assert argmax_plan((64, 1024), [1], data_type="UINT8", strides=(1032, 1)).loader == "load_packed"  # 1032 % 16
 
 
-def test_merge_kernel_follows_the_number_of_chunks():
-    few = argmax_plan((1, 151936), [1])
-    many = argmax_plan((2**28,), [0])
-    assert few.merge_kernel == "merge_partials" and few.merge_grid == (1, 1, 1)
-    assert many.merge_kernel == "merge_partials_workgroup" and many.merge_grid == (1, 1, 1)
+def test_merge_kernel_follows_the_number_of_chunks_and_outputs():
+    few_outputs = argmax_plan((1, 151936), [1])
+    many_chunks = argmax_plan((2**28,), [0])
+    many_outputs = argmax_plan((1024, 2**20), [1])  # 4 chunks each
+    assert few_outputs.merge_kernel == "merge_partials_workgroup" and few_outputs.merge_grid == (1, 1, 1)
+    assert many_chunks.merge_kernel == "merge_partials_workgroup" and many_chunks.merge_grid == (1, 1, 1)
+    assert many_outputs.split == 4 and many_outputs.merge_kernel == "merge_partials"
+    assert many_outputs.merge_grid == (4, 1, 1)
+    few = argmax_plan((64, 151936), [1], tuning=Tuning(merge_workgroup_below=0, min_chunk_per_lane=32))
+    assert few.split == 18 and few.merge_kernel == "merge_partials"
     assert argmax_plan((4096, 65536), [1]).merge_kernel is None
+
+
+def test_a_split_races_in_one_dispatch_where_the_adapter_has_64_bit_atomics():
+    atomics = dataclasses.replace(CAPS, int64_atomics=True)
+    one = argmax_plan((1, 151936), [1], caps=atomics)
+    assert one.race and one.split == 148 and one.merge_kernel is None and one.partial_bytes == 0
+    assert one.race_bytes == 16
+    assert argmax_plan((64, 151936), [1], caps=atomics, data_type="FLOAT16").race  # 64 rows of 64 chunks
+    assert not argmax_plan((1, 151936), [1]).race  # no atomics: a merge pass
+    assert not argmax_plan((2**28,), [0], caps=atomics).race  # 4096 chunks: too many to race
+    assert not argmax_plan((1, 151936), [1], caps=atomics, data_type="INT64").race  # 64-bit keys
+    assert not argmax_plan((1, 151936), [1], caps=atomics, tuning=Tuning(race_max_chunks=0)).race
+    assert not argmax_plan((4096, 65536), [1], caps=atomics).race  # nothing to merge
 
 
 def test_quads_over_several_reduced_dims_need_whole_quad_rows():
@@ -109,3 +129,50 @@ def test_hardmax_plans_clear_the_output():
     p = plan(desc.lower(), CAPS)
     assert p.clears_output and p.op == "hardmax"
     assert not argmax_plan((8, 300), [1]).clears_output
+
+
+def test_batched_walk_and_skip_test_where_threads_walk_many_quads():
+    rows = argmax_plan((4096, 65536), [1])  # 64 quads a thread
+    assert (rows.batch, rows.skip_test) == (4, True)
+    short = argmax_plan((4096, 2048), [1])  # 4 quads a thread: batched, nothing to skip
+    assert (short.batch, short.skip_test) == (4, False)
+    assert argmax_plan((64, 128, 4096), [0, 2]).batch == 4  # multi-axis quads: the odometer
+    assert argmax_plan((1048576, 3), [1]).batch == 0  # no quads: the element walk
+    assert argmax_plan((65536, 4096), [0]).batch == 0  # other kernels walk their own way
+    off = argmax_plan((4096, 65536), [1], tuning=Tuning(batch=0))
+    assert (off.batch, off.skip_test) == (0, False)
+    assert not argmax_plan((4096, 65536), [1], tuning=Tuning(skip_min_quads=0)).skip_test
+
+
+@pytest.mark.parametrize(
+    "sizes, data_type, strides, blocks",
+    [
+        ((16777216, 8), "FLOAT32", None, (1, 2)),  # 2 quads a row, 2 rows a thread
+        ((33554432, 3), "FLOAT32", None, (1, 4)),  # 4 rows make 3 quads
+        ((1000, 3), "INT8", None, (1, 16)),  # 16 rows make 3 quads
+        ((1000, 13), "FLOAT32", None, None),  # 4 rows make 13 quads: too many for a thread
+        ((1000, 16), "FLOAT32", None, (1, 1)),
+        ((4194304, 64), "FLOAT32", None, (4, 1)),  # 16 quads a row: 4 threads a row
+        ((1048576, 256), "FLOAT32", None, (16, 1)),
+        ((1000, 257), "FLOAT32", None, None),  # beyond rows_max_bytes
+        ((1000, 8), "FLOAT32", (12, 1), None),  # padded rows are not one run
+        ((1000, 8), "INT64", None, None),
+    ],
+)
+def test_short_packed_rows_go_to_reduce_rows(sizes, data_type, strides, blocks):
+    p = argmax_plan(sizes, [1], strides=strides, data_type=data_type)
+    assert ((p.segment, p.block_rows) if p.kernel == "reduce_rows" else None) == blocks
+    if blocks:
+        assert p.row_width == sizes[1] and p.split == 1 and p.loader == "load_quads"
+        assert p.grid[0] <= Tuning().rows_groups
+    off = argmax_plan(sizes, [1], strides=strides, data_type=data_type, tuning=Tuning(rows_max_bytes=0))
+    assert off.kernel != "reduce_rows" and off.row_width == 0
+
+
+def test_columns_take_two_quads_where_a_kept_row_holds_pairs_of_them():
+    cols = argmax_plan((65536, 4096), [0])
+    assert (cols.column_quads, cols.column_skip, cols.split) == (2, True, 256)  # half the threads, as many chunks
+    assert argmax_plan((64, 12), [0]).column_quads == 1  # 3 quads a row
+    one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_quads=1, columns_skip=False))
+    assert (one.column_quads, one.column_skip, one.split) == (1, False, 256)
+    assert argmax_plan((4096, 65536), [1]).column_quads == 1 and not argmax_plan((4096, 65536), [1]).column_skip
