@@ -137,7 +137,7 @@ def test_bench_latency_case_keeps_p50_p99_and_the_floor(tmp_path, capsys):
 
 def test_bench_transfer_cases_run_and_check_their_answers(tmp_path, capsys):
     path = tmp_path / "transfers.json"
-    rc = cli.main(["bench", "--quick", "--case", "numpy_4mib", "--case", "hardmax_np", "--case", "resident_loop",
+    rc = cli.main(["bench", "--quick", "--case", "numpy_512k", "--case", "hardmax_np", "--case", "resident_loop",
                    "--json", str(path)])
     out = capsys.readouterr().out
     assert rc == 0, out
