@@ -48,7 +48,7 @@ class Tuning:
     #: The segments kernel's walk over 16-byte quads: each thread loads this many quads before
     #: it folds them (loads in flight), and carries multi-axis offsets without divisions
     #: (0: the walk before, one quad at a time, an offset's division per quad).
-    batch: int = 4
+    batch: int = 1
     #: In that walk, quads are first tested against the best key of the thread's subgroup
     #: (shared after every batch where a subgroup lies in one segment, else the thread's own),
     #: and only those that may win get exact keys; for walks of at least this many quads a
@@ -56,16 +56,22 @@ class Tuning:
     skip_min_quads: int = 8
     #: reduce_columns: a thread takes this many neighbouring quads of outputs (1 or 2) where
     #: a kept row holds a whole number of them; splits aim at target_threads / columns_quads.
-    columns_quads: int = 2
+    columns_quads: int = 1
     #: reduce_columns tests each part of a quad against its outputs' bests on raw bits before
     #: keying it (off: every element is keyed).
-    columns_skip: bool = True
+    columns_skip: bool = False
     #: Packed rows up to this many bytes go to reduce_rows: a block of whole quads a thread
     #: (or a segment a row), workgroups striding over the rows (0: the segments kernel).
     rows_max_bytes: int = 1024
     #: At most this many workgroups for reduce_rows; each then strides over several tiles of
     #: rows (0: a workgroup a tile).
     rows_groups: int = 4096
+    #: reduce_rows takes only rows of whole quads: on the H100, rows of 3 FLOAT32 ran at 1322
+    #: GB/s in the segments kernel against 1135 in blocks of 4 rows (off: blocks of rows too).
+    rows_whole_quads: bool = True
+    #: An experiment, never a default: keys are the elements' raw bits (answers are wrong), so
+    #: that a kernel timed with it bounds what its key work costs (docs/performance.md).
+    bound_no_keys: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +123,7 @@ class Plan:
     skip_test: bool  # in that walk, quads that cannot beat the subgroup's best are skipped
     column_quads: int  # reduce_columns: neighbouring quads of outputs a thread (1 for the other kernels)
     column_skip: bool  # reduce_columns: parts of quads that cannot win are skipped
+    no_keys: bool  # Tuning.bound_no_keys: an experiment whose answers are wrong
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
@@ -285,7 +292,7 @@ def row_blocks(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...
     width = reduced[0].size
     if reduced[0].in_stride != 1 or kept[0].in_stride != width or width * size > tuning.rows_max_bytes:
         return None
-    if in_base % (16 // size):
+    if in_base % (16 // size) or (tuning.rows_whole_quads and (width * size) % 16):
         return None
     loads = tuning.loads_per_thread
     rows = 16 // math.gcd(width * size, 16)
@@ -384,6 +391,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         skip_test=skip_test,
         column_quads=column_quads,
         column_skip=kernel == "reduce_columns" and tuning.columns_skip,
+        no_keys=tuning.bound_no_keys,
         kept=kept,
         reduced=reduced,
         workgroup_size=wg,

@@ -44,6 +44,7 @@ def _key_parts(plan: Plan) -> tuple[list[str], dict]:
         consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
         return ["key_int64_native" if plan.int64 else "key_int64_words"], consts
     consts["BITS"] = t.size * 8
+    consts["NO_KEYS"] = plan.no_keys
     if t.is_float:
         sign, magnitude, inf = _FLOAT_BITS[t]
         consts.update(F_SIGN=sign, F_ABS=magnitude, F_INF=inf, NAN_PROPAGATE=plan.nan_mode is NanMode.PROPAGATE)

@@ -10,6 +10,9 @@ const NAN_KEY: u32 = select(0u, 0xffffffffu, NAN_PROPAGATE);
 
 // Four elements' keys at once (the shaders fold 16-byte quads); key_of_bits is one lane.
 fn key_of_bits4(b: vec4<u32>) -> vec4<u32> {
+    if (NO_KEYS) {  // a timing experiment (Tuning.bound_no_keys): no key work, wrong answers
+        return b;
+    }
     let magnitude = b & vec4<u32>(F_ABS);
     // Negative numbers reverse their order; -0.0 takes +0.0's key (they tie).
     let negative = ((b & vec4<u32>(F_SIGN)) != vec4<u32>(0u)) & (magnitude != vec4<u32>(0u));

@@ -3,6 +3,9 @@
 
 // Four elements' keys at once (the shaders fold 16-byte quads); key_of_bits is one lane.
 fn key_of_bits4(b: vec4<u32>) -> vec4<u32> {
+    if (NO_KEYS) {  // a timing experiment (Tuning.bound_no_keys): no key work, wrong answers
+        return b;
+    }
     var k = b ^ vec4<u32>(SIGN_FLIP);
     if (MINIMIZE) {
         k = ~k;

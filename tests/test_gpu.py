@@ -829,7 +829,8 @@ def rows_device(request):
     of rows; segments of several threads merge with shuffles or with the tree."""
     from dmlgpu.plan import Tuning
 
-    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, rows_groups=2, subgroups=request.param == "subgroups"))
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, rows_groups=2, subgroups=request.param == "subgroups",
+                                       rows_whole_quads=False))
 
 
 ROWS_CASES = [  # (type, width, (threads a block, rows a block))

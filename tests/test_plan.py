@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, TensorDesc
@@ -57,7 +58,7 @@ def test_kept_dims_put_smallest_input_stride_innermost():
         ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1, 1),  # middle axis
         ((16777216, 8), [1], "reduce_rows", "load_quads", 1, 1),  # many tiny rows: two a thread
         ((4194304, 64), [1], "reduce_rows", "load_quads", 4, 1),  # 64 rows a workgroup
-        ((1048576, 3), [1], "reduce_rows", "load_quads", 1, 1),  # rows not 16-byte aligned: 4 a thread
+        ((1048576, 3), [1], "reduce_segments", "load_packed", 1, 1),  # rows not whole quads: a thread a row
         ((8, 16777216), [0], "reduce_columns", "load_quads", 1, 1),
         ((1048576, 3), [0], "reduce_thread", "load_packed", 1, 16384),  # 3 columns: not a quad
         ((64, 128, 4096), [0, 2], "reduce_segments", "load_quads", 256, 32),  # multi-axis, quads per row
@@ -133,10 +134,11 @@ def test_hardmax_plans_clear_the_output():
 
 def test_batched_walk_and_skip_test_where_threads_walk_many_quads():
     rows = argmax_plan((4096, 65536), [1])  # 64 quads a thread
-    assert (rows.batch, rows.skip_test) == (4, True)
+    assert (rows.batch, rows.skip_test) == (1, True)
     short = argmax_plan((4096, 2048), [1])  # 4 quads a thread: batched, nothing to skip
-    assert (short.batch, short.skip_test) == (4, False)
-    assert argmax_plan((64, 128, 4096), [0, 2]).batch == 4  # multi-axis quads: the odometer
+    assert (short.batch, short.skip_test) == (1, False)
+    assert argmax_plan((64, 128, 4096), [0, 2]).batch == 1  # multi-axis quads: the odometer
+    assert argmax_plan((4096, 65536), [1], tuning=Tuning(batch=4)).batch == 4
     assert argmax_plan((1048576, 3), [1]).batch == 0  # no quads: the element walk
     assert argmax_plan((65536, 4096), [0]).batch == 0  # other kernels walk their own way
     off = argmax_plan((4096, 65536), [1], tuning=Tuning(batch=0))
@@ -160,8 +162,12 @@ def test_batched_walk_and_skip_test_where_threads_walk_many_quads():
     ],
 )
 def test_short_packed_rows_go_to_reduce_rows(sizes, data_type, strides, blocks):
-    p = argmax_plan(sizes, [1], strides=strides, data_type=data_type)
+    blocks_of_rows = Tuning(rows_whole_quads=False)
+    p = argmax_plan(sizes, [1], strides=strides, data_type=data_type, tuning=blocks_of_rows)
     assert ((p.segment, p.block_rows) if p.kernel == "reduce_rows" else None) == blocks
+    default = argmax_plan(sizes, [1], strides=strides, data_type=data_type)
+    whole = blocks is not None and sizes[1] * np.dtype(data_type.lower()).itemsize % 16 == 0
+    assert (default.kernel == "reduce_rows") == whole  # by default, rows of whole quads only
     if blocks:
         assert p.row_width == sizes[1] and p.split == 1 and p.loader == "load_quads"
         assert p.grid[0] <= Tuning().rows_groups
@@ -170,7 +176,8 @@ def test_short_packed_rows_go_to_reduce_rows(sizes, data_type, strides, blocks):
 
 
 def test_columns_take_two_quads_where_a_kept_row_holds_pairs_of_them():
-    cols = argmax_plan((65536, 4096), [0])
+    assert (argmax_plan((65536, 4096), [0]).column_quads, argmax_plan((65536, 4096), [0]).column_skip) == (1, False)
+    cols = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_quads=2, columns_skip=True))
     assert (cols.column_quads, cols.column_skip, cols.split) == (2, True, 256)  # half the threads, as many chunks
     assert argmax_plan((64, 12), [0]).column_quads == 1  # 3 quads a row
     one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_quads=1, columns_skip=False))
