@@ -276,7 +276,7 @@ class CompiledOperator:
         share one submit between upload, passes and read-back; large inputs stream through
         the staging ring, reduced piece by piece as they arrive."""
         data = self._bytes_of(x)
-        with interrupts_held():
+        with interrupts_held(), self.device.runner.calls:
             if data.nbytes > STREAM_PIECES_ABOVE_CHUNKS * self.device.runner.ring_chunk:
                 return self._streamed(data)
             return self._small(data)

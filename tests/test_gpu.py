@@ -585,7 +585,7 @@ def small_tuning_device(request):
     from dmlgpu.plan import Tuning
 
     device = dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=1, target_workgroups=64,
-                                         min_chunk_per_lane=1, target_threads=512, min_chunk_thread=5,
+                                         min_chunk_per_lane=1, min_chunk_per_lane_single=1, target_threads=512, min_chunk_thread=5,
                                          merge_workgroup_above=16, subgroups=request.param, rows_max_bytes=0,
                                          race_max_chunks=0, merge_workgroup_below=0))
     return device
@@ -678,7 +678,7 @@ def small_limits_device():
     from dmlgpu.plan import Tuning
 
     return dmlgpu.Device(smaller={"max_storage_binding": 4096, "max_buffer": 16384},
-                         tuning=Tuning(workgroup_size=32, target_workgroups=8, min_chunk_per_lane=2,
+                         tuning=Tuning(workgroup_size=32, target_workgroups=8, min_chunk_per_lane=2, min_chunk_per_lane_single=2,
                                        target_threads=256, min_chunk_thread=8, merge_workgroup_above=16))
 
 
@@ -779,7 +779,7 @@ def walk_device(request):
 
     loads = {"pooled": 8, "per-thread": 64, "no-subgroups": 8}[request.param]
     return dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=loads, batch=3, skip_min_quads=2,
-                                       target_workgroups=4, min_chunk_per_lane=4, subgroups=request.param != "no-subgroups"))
+                                       target_workgroups=4, min_chunk_per_lane=4, min_chunk_per_lane_single=4, subgroups=request.param != "no-subgroups"))
 
 
 @pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
@@ -900,7 +900,7 @@ def race_device(request):
 
     loads = {"workgroup-chunks": 1, "segment-chunks": 64}[request.param]
     return dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=loads, target_workgroups=16,
-                                       min_chunk_per_lane=1, rows_max_bytes=0))
+                                       min_chunk_per_lane=1, min_chunk_per_lane_single=1, rows_max_bytes=0))
 
 
 def race_plan(device, x, axes=(1,)):

@@ -88,8 +88,9 @@ def test_merge_kernel_follows_the_number_of_chunks_and_outputs():
     assert many_chunks.merge_kernel == "merge_partials_workgroup" and many_chunks.merge_grid == (1, 1, 1)
     assert many_outputs.split == 4 and many_outputs.merge_kernel == "merge_partials"
     assert many_outputs.merge_grid == (4, 1, 1)
-    few = argmax_plan((64, 151936), [1], tuning=Tuning(merge_workgroup_below=0, min_chunk_per_lane=32))
-    assert few.split == 18 and few.merge_kernel == "merge_partials"
+    few = argmax_plan((64, 151936), [1], tuning=Tuning(merge_workgroup_below=0, race_max_chunks=0))
+    assert few.split == 18 and few.merge_kernel == "merge_partials"  # several rows: 32 a lane
+    assert argmax_plan((1, 151936), [1]).split == 148  # one row: 4 a lane, every SM busy
     assert argmax_plan((4096, 65536), [1]).merge_kernel is None
 
 
@@ -113,7 +114,7 @@ def test_quads_over_several_reduced_dims_need_whole_quad_rows():
 
 
 def test_quad_chunks_are_whole_quads():
-    p = argmax_plan((1, 100003), [1], tuning=Tuning(min_chunk_per_lane=1, target_workgroups=7))
+    p = argmax_plan((1, 100003), [1], tuning=Tuning(min_chunk_per_lane_single=1, target_workgroups=7))
     assert p.split == 7 and p.chunk % 4 == 0
 
 
