@@ -27,8 +27,8 @@ Per GPU: the bytes of the chunks its worker holds over the median wall time. Eac
 the median, the GB/s in total and per GPU, and how many transfers between workers one more
 run made (the JSON adds the seconds each worker spent in tasks); the dmlgpu answer is checked
 against Dask's NumPy one. The last lines give the targets of issue 11: 2 GPUs >= 1.8x one,
-dmlgpu >= 80% of the upload rate. ``--threads 2`` lets a worker upload one chunk while it
-finishes another.
+dmlgpu >= 80% of the upload rate. Two threads a worker (the default, as in ``local_cluster``)
+let a worker upload one chunk while it finishes another; ``--threads 1`` shows the difference.
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def main() -> int:
     parser.add_argument("--chunk-mib", type=float, help="bytes per chunk in MiB (default 256; 4 with --small)")
     parser.add_argument("--cols", type=int, help="columns (outputs) of the array (default 262144; 16384 with --small)")
     parser.add_argument("--adapters", help="comma-separated adapter indices (default: every GPU, see dmlgpu info)")
-    parser.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
+    parser.add_argument("--threads", type=int, default=2, help="threads per worker (default 2, as local_cluster)")
     parser.add_argument("--cpu-threads", type=int, default=0,
                         help="also time Dask's NumPy argmax on one worker of this many threads (default: skip)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement (median reported)")

