@@ -231,9 +231,9 @@ class _Map:
 
     __slots__ = ("buffer", "size", "done", "failed", "promise")
 
-    def __init__(self, buffer, size: int, done: bool = False):
+    def __init__(self, buffer, size: int):
         self.buffer, self.size = buffer, size
-        self.done, self.failed, self.promise = done, False, None
+        self.done, self.failed, self.promise = False, False, None
 
 
 class _Public:
@@ -258,6 +258,9 @@ class _Public:
         if not m.done:
             m.promise.sync_wait()
             m.done = True
+
+    def write_buffer(self, buffer, offset: int, raw: np.ndarray) -> None:
+        self.device.queue.write_buffer(buffer, offset, raw)
 
     def mapped(self, m: _Map) -> np.ndarray:
         """The mapped bytes as a writable uint8 array, valid until ``unmap``."""
@@ -381,6 +384,9 @@ class _Native:
             time.sleep(0)
         if m.failed:
             raise DeviceLostError("a buffer map failed; the device is lost or the buffer was destroyed")
+
+    def write_buffer(self, buffer, offset: int, raw: np.ndarray) -> None:
+        self.libf.wgpuQueueWriteBuffer(self.queue, buffer._internal, offset, self.ffi.from_buffer(raw), raw.nbytes)
 
     def mapped(self, m: _Map) -> np.ndarray:
         pointer = self.lib.wgpuBufferGetMappedRange(m.buffer._internal, 0, m.size)
@@ -537,10 +543,7 @@ class Runner:
         self._pending: list = []
         self._pending_bytes = 0
         self._staging = _Pool(_STAGING_POOL_BYTES)  # MAP_READ buffers of small reads
-        # MAP_WRITE staging of small writes, by size class, as their maps (which land once the
-        # GPU has copied out); those used by pending work are mapped again after their submit
-        self._writes = _Pool(_STAGING_POOL_BYTES)
-        self._remap: list = []
+        self._queued = False  # small writes queued since the last submit (``write``)
         self._pool = _Pool(POOL_BYTES)  # freed storage buffers
         self._rings: dict[bool, list] = {}  # MAP_WRITE (True) and MAP_READ (False) rings
         self._copier = None  # threads for host-side copies of large transfers
@@ -604,12 +607,7 @@ class Runner:
         with self._lock:
             if self._lost is not None and self._lost.startswith("was closed"):
                 return
-            self._pending, self._remap = [], []
-            for m in self._writes.clear():  # let their maps land: a pending map keeps its
-                try:                        # buffer (and wgpu-py's, its device) alive
-                    self.path.wait(m, None)
-                except DeviceLostError:
-                    pass
+            self._pending = []
             self._lost = "was closed"
             self._take_kept()  # the device's destroy below destroys them all
             self._pipelines.clear()
@@ -648,8 +646,8 @@ class Runner:
     def pipeline_count(self) -> int:
         return len(self._pipelines)
 
-    def _create(self, size: int, usage, mapped: bool = False):
-        """A new buffer (``mapped``: at creation), counted; running out of memory raises
+    def _create(self, size: int, usage):
+        """A new buffer, counted; running out of memory raises
         ``GPUMemoryError``."""
         with self._lock:
             self.check()
@@ -659,7 +657,7 @@ class Runner:
             if limited and self.held_bytes + size > self.memory_limit:
                 raise self._memory_error(size, f"the limit set for this device is {self.memory_limit} bytes")
             try:
-                buffer = self.device.create_buffer(size=size, usage=usage, mapped_at_creation=mapped)
+                buffer = self.device.create_buffer(size=size, usage=usage)
             except wgpu.GPUError as err:
                 error = self._gpu_error(err)
                 if isinstance(error, DeviceLostError):
@@ -667,7 +665,7 @@ class Runner:
                 if not self._drop_kept():
                     raise self._memory_error(size, str(err).strip().splitlines()[-1].strip()) from None
                 try:  # kept buffers were given back: once more
-                    buffer = self.device.create_buffer(size=size, usage=usage, mapped_at_creation=mapped)
+                    buffer = self.device.create_buffer(size=size, usage=usage)
                 except wgpu.GPUError as again:
                     raise self._memory_error(size, str(again).strip().splitlines()[-1].strip()) from None
             self._live.add(buffer)
@@ -683,10 +681,10 @@ class Runner:
     def _destroy(self, buffer) -> None:
         """Destroy a buffer this runner made (its memory goes once the GPU is done with it).
 
-        Recorded work is submitted first: it may use the buffer, and wgpu-native aborts the
-        process when a submit refers to a destroyed buffer."""
+        Recorded work and queued writes are submitted first: they may use the buffer, and
+        wgpu-native aborts the process when a submit refers to a destroyed buffer."""
         with self._lock:
-            if self._pending:
+            if self._pending or self._queued:
                 self._submit()
             self._live.discard(buffer)
             buffer.destroy()
@@ -707,9 +705,9 @@ class Runner:
             return dropped
 
     def _take_kept(self) -> list:
-        """Every buffer kept for reuse (storage pool, read and write staging, rings), taken out
-        of the pools. A write staging buffer may be mid-map: destroying it cancels the map."""
-        buffers = self._pool.clear() + self._staging.clear() + [m.buffer for m in self._writes.clear()]
+        """Every buffer kept for reuse (storage pool, read staging, rings), taken out of the
+        pools."""
+        buffers = self._pool.clear() + self._staging.clear()
         buffers += [b for ring in self._rings.values() for b, _ in ring]
         self._rings.clear()
         return buffers
@@ -811,24 +809,16 @@ class Runner:
                 self._submit()
 
     def _submit(self, extra=()):
-        """Submit the pending command buffers (and ``extra``); the submission's ticket. The
-        write staging buffers they copy out of are mapped again, for reuse once it is done."""
+        """Submit the pending command buffers (and ``extra``), and the queued writes ahead of
+        them; the submission's ticket, None where there was nothing to submit."""
         buffers, self._pending, self._pending_bytes = self._pending + list(extra), [], 0
-        remap, self._remap = self._remap, []
-        if not buffers:
+        queued, self._queued = self._queued, False
+        if not buffers and not queued:
             return None
         try:
-            ticket = self.path.submit(buffers)
+            return self.path.submit(buffers)
         except wgpu.GPUError as err:
-            for m in remap:
-                self._destroy(m.buffer)
             raise self._gpu_error(err) from None
-        for m in remap:
-            again = _Map(m.buffer, m.size)
-            self.path.start_map(again, write=True)
-            for old in self._writes.put(again):  # destroying one cancels its map
-                self._destroy(old.buffer)
-        return ticket
 
     def flush(self) -> None:
         """Submit the recorded work."""
@@ -839,37 +829,32 @@ class Runner:
     def write(self, buffer, data, offset: int = 0) -> None:
         """Write bytes into a buffer at ``offset``, padding the tail to 4 bytes.
 
-        Small writes are copied into a reused staging buffer that is already mapped, and the
-        GPU's copy out of it is recorded like any other work (in order with it, and submitted
-        with the next read); the staging buffer is mapped again once that copy is done.
+        Small writes go through the queue (wgpu copies them into staging of its own and into
+        ``buffer`` at the next submit, ahead of that submit's work), so work recorded before
+        is submitted first: the write lands after it. Queued bytes count towards the early
+        submit like the bytes of recorded passes, which bounds the staging wgpu holds.
         Large writes stream through the staging ring (``upload``).
         """
         raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
         if raw.nbytes > self.stream_above:
             self.upload(buffer, raw, offset)
             return
-        size = (raw.nbytes + 3) & ~3
-        kept_size = max(256, 1 << (size - 1).bit_length())  # size classes: few pools, at most 2x
+        if raw.nbytes % 4:
+            padded = np.zeros((raw.nbytes + 3) & ~3, np.uint8)
+            padded[:raw.nbytes] = raw
+            raw = padded
         with self._lock:
             self.check()
-            m = self._writes.take(kept_size) or _Map(self._create(kept_size, _MAP_WRITE, mapped=True), kept_size, done=True)
-        try:
-            self.path.wait(m, None)  # mapped again once the GPU has copied out of it
-            view = self.path.mapped(m)
-            view[:raw.nbytes] = raw
-            view[raw.nbytes:size] = 0
-            del view
-            with self._lock:
-                self.check()
-                self.path.unmap(m)
-                self._pending.append(self._record((), copies=[(m.buffer, 0, buffer, offset, size)]))
-                self._remap.append(m)
-        except BaseException as err:
-            with self._lock:
-                self._destroy(m.buffer)
-            if isinstance(err, wgpu.GPUError):
+            if self._pending:
+                self._submit()
+            try:
+                self.path.write_buffer(buffer, offset, raw)
+            except wgpu.GPUError as err:
                 raise self._gpu_error(err) from None
-            raise
+            self._queued = True
+            self._pending_bytes += raw.nbytes
+            if self._pending_bytes >= SUBMIT_EARLY_BYTES:
+                self._submit()
 
     # ------------------------------------------------------------------ large transfers
 

@@ -111,3 +111,26 @@ def test_tensors_in_several_buffers_stream_each(small_ring):
         np.testing.assert_array_equal(dmlgpu.argmin(x, 0, device=device), oracle.argmin(x, 0))
     finally:
         device.close()
+
+
+@pytest.mark.parametrize("tail", [0, 3])
+def test_a_write_lands_after_work_recorded_before_it_and_before_work_after(tail):
+    """Small writes are queued writes, which wgpu runs ahead of the next submit's work: the
+    runner submits the work recorded before a write first, so each pass sees its own input.
+    Unaligned writes (``tail``) are padded with zeros to 4 bytes."""
+    device = dmlgpu.Device()
+    desc = dmlgpu.TensorDesc("FLOAT32", (4, 64))
+    compiled = device.compile(dmlgpu.ArgMaxOperatorDesc(desc, axes=[1]))
+    rng = np.random.default_rng(tail)
+    first, second = (rng.standard_normal((4, 64)).astype(np.float32) for _ in range(2))
+    t = device.upload(first)
+    before = compiled.run(t)  # recorded, not yet submitted
+    t.write(second)
+    after = compiled.run(t)
+    np.testing.assert_array_equal(before.numpy().ravel(), first.argmax(1))
+    np.testing.assert_array_equal(after.numpy().ravel(), second.argmax(1))
+    raw = device.upload(np.zeros(64, np.uint8))
+    device.runner.write(raw._buffers[0], np.full(8 + tail, 7, np.uint8), offset=16)
+    got = raw.numpy()
+    assert got[16:24 + tail].tolist() == [7] * (8 + tail) and not got[:16].any()
+    device.close()
