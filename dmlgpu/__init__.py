@@ -27,7 +27,9 @@ def __getattr__(name):
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # found directly from now on (dmlgpu.argmax in a loop: 1.3 us a call)
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
