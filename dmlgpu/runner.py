@@ -16,11 +16,13 @@ Objects are created through wgpu-py either way, so that their lifetimes stay wgp
 **Threads.** Any number of threads may use one Runner. What is shared and how:
 
 - ``_lock`` (one per runner) orders everything that must happen in one order on the queue:
-  appending a call's finished command buffer to ``_pending``, submitting, queue writes
-  (which land before the next submit, so pending work is submitted first), starting a map,
-  the pipeline cache, the buffer pools and the byte count. Each call records into its own
+  appending a call's recorded encoder to ``_pending``, submitting, queue writes (which land
+  before the next submit, so pending work is submitted first), starting a map, the pipeline
+  cache, the buffer pools and the byte count. Each call records its passes into its own
   command encoder, so a call interrupted while recording (an error, Ctrl-C) drops only its
-  own encoder and never leaves a shared one half-written or locked.
+  own encoder and never leaves a shared one half-written or locked; a pending encoder has
+  no pass open, and a read-back adds its copy to the last one (one command buffer for a
+  small call's passes and its read-back: 9 us less than two on the H100).
 - ``calls`` (a second lock) is held by each call that waits for the GPU, from its submit to
   its read-back (a NumPy call, a read, a large transfer): one such call at a time. Measured
   on the H100 with 8 threads making small calls: 2867 calls/s this way, 642 when every thread
@@ -94,6 +96,15 @@ SUBMIT_EARLY_BYTES = 4 << 20
 KEPT_PIPELINES = 128
 #: A map that has not landed this long after its queue went idle means the device is gone.
 MAP_TIMEOUT_S = 10.0
+#: A wait on the native path polls without blocking for this long before it blocks (small
+#: calls end within it; see ``_Native.wait``). Not on software adapters (lavapipe), whose
+#: "GPU" is the CPU's cores: a spinning caller would take one from the work it waits for.
+SPIN_S = 0.5e-3
+
+#: The kernel of ``Runner.bare_round_trips``: one invocation, one word written.
+_BARE_WGSL = """@group(0) @binding(2) var<storage, read_write> y: array<u32>;
+@compute @workgroup_size(1) fn main() { y[0] = y[0] + 1u; }
+"""
 
 NO_ADAPTER_HELP = (
     "no GPU adapter was found; on a machine without a GPU install Mesa's lavapipe "
@@ -251,6 +262,9 @@ class _Public:
         self.device.queue.submit(command_buffers)
         return None
 
+    def discard(self, command_buffers: list) -> None:
+        """Command buffers finished but never to be submitted (wgpu-py releases them)."""
+
     def start_map(self, m: _Map, write: bool) -> None:
         m.promise = m.buffer.map_async(wgpu.MapMode.WRITE if write else wgpu.MapMode.READ, 0, m.size)
 
@@ -320,6 +334,7 @@ class _Native:
         self.pass_desc = ffi.new("WGPUComputePassDescriptor *")
         self.encoder_desc = ffi.new("WGPUCommandEncoderDescriptor *")
         self.buffer_desc = ffi.new("WGPUCommandBufferDescriptor *")
+        self.spin_s = 0.0  # how long a wait polls without blocking first (Runner sets it)
         self.waiting: dict[int, _Map] = {}  # maps whose callback has not fired, by id
         waiting = self.waiting  # the callback holds the dict, not self: no reference cycle
 
@@ -352,6 +367,11 @@ class _Native:
                 self.lib.wgpuCommandBufferRelease(c)
         return self.ffi.new("WGPUSubmissionIndex *", index)
 
+    def discard(self, command_buffers: list) -> None:
+        """Command buffers finished but never to be submitted."""
+        for c in command_buffers:
+            self.lib.wgpuCommandBufferRelease(c)
+
     def start_map(self, m: _Map, write: bool) -> None:
         lib, key = self.lib, id(m)
         info = self.ffi.new("WGPUBufferMapCallbackInfo *")
@@ -366,7 +386,19 @@ class _Native:
             raise
 
     def wait(self, m: _Map, ticket) -> None:
-        """Poll on this thread until the map has landed (another thread's poll may land it)."""
+        """Poll on this thread until the map has landed (another thread's poll may land it).
+
+        First without blocking, for up to ``spin_s``: on the H100 a blocking poll returned
+        30 us after the GPU was done (a dispatch and a 16-byte read-back: 92 us blocking, 60
+        spinning, interleaved), which is half of a small call. Work that runs longer than the
+        spin is waited for by blocking polls, which leave the core to others."""
+        lib, handle, null = self.lib, self.handle, self.ffi.NULL
+        if not m.done and self.spin_s > 0:
+            give_up = time.perf_counter() + self.spin_s
+            while not m.done:
+                lib.wgpuDevicePoll(handle, False, null)
+                if time.perf_counter() > give_up:
+                    break
         idle_since = None
         while not m.done:
             idle = self.lib.wgpuDevicePoll(self.handle, True, ticket if ticket is not None else self.ffi.NULL)
@@ -536,6 +568,8 @@ class Runner:
         self._pipeline_layout = self.device.create_pipeline_layout(bind_group_layouts=[self._bind_layout])
         self._pipelines: OrderedDict[str, object] = OrderedDict()  # by WGSL text, most recent last
         self.path = self._choose_path()
+        if self.path.name == "native" and self.adapter.info["adapter_type"] != "CPU":
+            self.path.spin_s = SPIN_S
         self._lock = threading.RLock()
         self.calls = threading.RLock()  # one call waiting for the GPU at a time (module docstring)
         # Finished command buffers of calls recorded since the last submit, and the bytes
@@ -607,6 +641,8 @@ class Runner:
         with self._lock:
             if self._lost is not None and self._lost.startswith("was closed"):
                 return
+            for encoder in self._pending:
+                encoder.drop()
             self._pending = []
             self._lost = "was closed"
             self._take_kept()  # the device's destroy below destroys them all
@@ -764,14 +800,17 @@ class Runner:
 
     # ------------------------------------------------------------------ recording and submitting
 
-    def _record(self, steps, clear=None, timestamps=None, copies=()) -> object:
-        """A finished command buffer: ``clear`` zeroed, the steps (pipeline, bind group, grid),
-        then ``copies`` (src, src offset, dst, dst offset, size).
+    def _encode(self, steps, clear=None, timestamps=None, copies=(), into=None):
+        """An encoder (``into``, or a new one) with ``clear`` zeroed, the steps (pipeline, bind
+        group, grid), then ``copies`` (src, src offset, dst, dst offset, size) recorded; not
+        finished, and with no pass left open: ``_submit`` finishes it.
 
         ``timestamps`` = (query set, first index): the begin time is written before the
-        clear (or by the first pass) and the end time by the last pass.
+        clear (or by the first pass) and the end time by the last pass. If recording fails, a
+        new encoder is dropped; ``into`` is never handed in half-recorded (only copies, which
+        open no pass, are added to one).
         """
-        encoder = self.path.encoder()
+        encoder = into or self.path.encoder()
         try:
             queries, first = timestamps if timestamps is not None else (None, 0)
             if clear and queries is not None:  # an empty pass, so that the clear is inside the timing
@@ -788,11 +827,13 @@ class Runner:
                 encoder.dispatch(pipeline, bind_group, grid, {"query_set": queries, **indices} if indices else None)
             for copy in copies:
                 encoder.copy(*copy)
-            return encoder.finish()
-        except wgpu.GPUError as err:
-            raise self._gpu_error(err) from None
-        finally:
-            encoder.drop()
+            return encoder
+        except BaseException as err:
+            if into is None:
+                encoder.drop()
+            if isinstance(err, wgpu.GPUError):
+                raise self._gpu_error(err) from None
+            raise
 
     def dispatch(self, steps, *, clear=None, reads: int = 0) -> None:
         """Record the steps (pipeline, bind group, grid), ``clear`` zeroed first.
@@ -803,22 +844,42 @@ class Runner:
         """
         with self._lock:
             self.check()
-            self._pending.append(self._record(steps, clear))
+            self._pending.append(self._encode(steps, clear))
             self._pending_bytes += reads
             if self._pending_bytes >= SUBMIT_EARLY_BYTES:
                 self._submit()
 
     def _submit(self, extra=()):
-        """Submit the pending command buffers (and ``extra``), and the queued writes ahead of
-        them; the submission's ticket, None where there was nothing to submit."""
-        buffers, self._pending, self._pending_bytes = self._pending + list(extra), [], 0
+        """Finish and submit the pending encoders (and ``extra``), with the queued writes
+        ahead of them; the submission's ticket, None where there was nothing to submit."""
+        encoders, self._pending, self._pending_bytes = self._pending + list(extra), [], 0
         queued, self._queued = self._queued, False
-        if not buffers and not queued:
+        if not encoders and not queued:
             return None
+        buffers = []
+        try:
+            for encoder in encoders:
+                buffers.append(encoder.finish())
+        except wgpu.GPUError as err:
+            self.path.discard(buffers)
+            raise self._gpu_error(err) from None
+        finally:
+            for encoder in encoders:
+                encoder.drop()
         try:
             return self.path.submit(buffers)
         except wgpu.GPUError as err:
             raise self._gpu_error(err) from None
+
+    def _submit_copy(self, copy):
+        """Submit the pending work with one copy (src, src offset, dst, dst offset, size) after
+        it, recorded into the last pending encoder (one command buffer for a call's passes and
+        its read-back); the ticket."""
+        last = self._pending[-1] if self._pending else None
+        if last is None:
+            return self._submit([self._encode((), copies=[copy])])
+        self._encode((), copies=[copy], into=last)
+        return self._submit()
 
     def flush(self) -> None:
         """Submit the recorded work."""
@@ -926,7 +987,7 @@ class Runner:
                     self.path.unmap(m)
                     entry[1] = None
                     copy = (staging, 0, buffer, offset + start, (size + 3) & ~3)
-                    self._submit([self._record((), copies=[copy])])
+                    self._submit([self._encode((), copies=[copy])])
                     entry[1] = _Map(staging, chunk)
                     self.path.start_map(entry[1], write=True)
                     if on_chunk is not None:
@@ -954,7 +1015,7 @@ class Runner:
             staging = self._staging.take(size) or self._create(size, _MAP_READ)
             m = _Map(staging, size)
             try:
-                ticket = self._submit([self._record((), copies=[(buffer, offset, staging, 0, size)])])
+                ticket = self._submit_copy((buffer, offset, staging, 0, size))
                 self.path.start_map(m, write=False)
             except BaseException:
                 self._destroy(staging)
@@ -996,7 +1057,7 @@ class Runner:
             with self._lock:
                 self.check()
                 copy = (buffer, offset + starts[i], entry[0], 0, (size + 3) & ~3)
-                tickets[i] = self._submit([self._record((), copies=[copy])])
+                tickets[i] = self._submit_copy(copy)
                 entry[1] = _Map(entry[0], chunk)
                 self.path.start_map(entry[1], write=False)
 
@@ -1028,6 +1089,75 @@ class Runner:
 
     # ------------------------------------------------------------------ timing
 
+    def bare_round_trips(self, calls: int, upload: np.ndarray | None = None) -> np.ndarray | None:
+        """What bounds a small call, for the benchmarks: wall seconds of each of ``calls``
+        round trips straight through wgpu-native with nothing of dmlgpu's in between (the
+        calls of ``shared/probes/dispatch_floor.py``): a queue write of the bytes ``upload``
+        if given, one 1-workgroup dispatch and a 16-byte copy in one command buffer, one
+        submit, a map polled as ``_Native.wait`` polls, and the 16 bytes copied out. None on
+        the public path."""
+        if not isinstance(self.path, _Native):
+            return None
+        n = self.path
+        ffi, lib = n.ffi, n.lib
+        with self.calls:
+            pipeline = self.pipeline(_BARE_WGSL)
+            params, src, dst = self.uniform(np.zeros(4, np.uint32)), self.storage(16), self.storage(16)
+            written, write = None, None  # the queue write's target, and its (target, host bytes, size)
+            if upload is not None:
+                written = self.storage(upload.nbytes)
+                write = (written._internal, ffi.from_buffer(upload), upload.nbytes)
+            staging = self._create(16, _MAP_READ)
+            group = self.bind(params, src, dst)
+            self.flush()
+            done = [False]
+
+            @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+            def mapped(status, message, userdata1, userdata2):
+                done[0] = True
+
+            info = ffi.new("WGPUBufferMapCallbackInfo *")
+            info.mode, info.callback = lib.WGPUCallbackMode_AllowProcessEvents, mapped
+            buffers = ffi.new("WGPUCommandBuffer[1]")
+            out = np.empty(16, np.uint8)
+            handles = (pipeline._internal, group._internal, dst._internal, staging._internal)
+            times = np.empty(calls)
+            try:
+                for i in range(calls):
+                    start = time.perf_counter()
+                    if write is not None:
+                        lib.wgpuQueueWriteBuffer(n.queue, write[0], 0, write[1], write[2])
+                    enc = lib.wgpuDeviceCreateCommandEncoder(n.handle, n.encoder_desc)
+                    compute = lib.wgpuCommandEncoderBeginComputePass(enc, n.pass_desc)
+                    lib.wgpuComputePassEncoderSetPipeline(compute, handles[0])
+                    lib.wgpuComputePassEncoderSetBindGroup(compute, 0, handles[1], 0, ffi.NULL)
+                    lib.wgpuComputePassEncoderDispatchWorkgroups(compute, 1, 1, 1)
+                    lib.wgpuComputePassEncoderEnd(compute)
+                    lib.wgpuComputePassEncoderRelease(compute)
+                    lib.wgpuCommandEncoderCopyBufferToBuffer(enc, handles[2], 0, handles[3], 0, 16)
+                    buffers[0] = lib.wgpuCommandEncoderFinish(enc, n.buffer_desc)
+                    lib.wgpuCommandEncoderRelease(enc)
+                    lib.wgpuQueueSubmit(n.queue, 1, buffers)
+                    lib.wgpuCommandBufferRelease(buffers[0])
+                    done[0] = False
+                    lib.wgpuBufferMapAsync(handles[3], lib.WGPUMapMode_Read, 0, 16, info[0])
+                    give_up = time.perf_counter() + n.spin_s
+                    while not done[0] and time.perf_counter() < give_up:
+                        lib.wgpuDevicePoll(n.handle, False, ffi.NULL)
+                    while not done[0]:
+                        lib.wgpuDevicePoll(n.handle, True, ffi.NULL)
+                    ffi.memmove(ffi.from_buffer(out), lib.wgpuBufferGetConstMappedRange(handles[3], 0, 16), 16)
+                    lib.wgpuBufferUnmap(handles[3])
+                    times[i] = time.perf_counter() - start
+            finally:
+                for buffer in (params, staging):
+                    self._destroy(buffer)
+                for buffer in (src, dst, written):
+                    if buffer is not None:
+                        self.free(buffer)
+        return times
+
+
     def gpu_times(self, steps, *, clear=None, repeats: int = 10) -> np.ndarray:
         """Seconds each of ``repeats`` runs of the steps took, from timestamp queries.
 
@@ -1050,15 +1180,12 @@ class Runner:
             for i in range(repeats):
                 with self._lock:
                     self.check()
-                    self._pending.append(self._record(steps, clear, (queries, 2 * i)))
+                    self._pending.append(self._encode(steps, clear, (queries, 2 * i)))
                 self.read(resolved, 4)
             with self._lock:
                 encoder = self.path.encoder()
-                try:
-                    encoder.resolve(queries, 2 * repeats, resolved)
-                    self._pending.append(encoder.finish())
-                finally:
-                    encoder.drop()
+                encoder.resolve(queries, 2 * repeats, resolved)
+                self._pending.append(encoder)
             ticks = np.frombuffer(self.read(resolved, 16 * repeats), np.uint64).reshape(repeats, 2)
         finally:
             resolved.destroy()
