@@ -43,18 +43,23 @@ def tables(report: dict, source: str) -> str:
         t = r["peers"].get("torch", {})
         lines.append(f"| {_what(r)} | {r['gbps']:.0f} | {r['pct_of_ceiling']:.0f}% | {t.get('gbps', 0):.0f} |"
                      f" {t.get('speedup', 0):.2f} |")
-    lines += ["", "Small calls (wall times, p50 / p99 of many calls; the floor is one 1-workgroup dispatch and",
-              "a 16-byte read-back through the same runner, timed in the same process):", "",
-              "| case | GPU time | NumPy in, NumPy out | GPU-resident in, NumPy out | floor | torch (NumPy in / resident) |",
-              "|---|---|---|---|---|---|"]
+    lines += ["", "Small calls (wall times, p50 / p99 of many calls, timed in one process; the floor is one",
+              "1-workgroup dispatch and a 16-byte read-back through our runner; the wgpu-native floor is the",
+              "same round trip straight through wgpu-native with nothing of ours in between, without and with",
+              "a queue write of the call's input before it: what bounds a resident and a NumPy call there):", "",
+              "| case | GPU time | NumPy in, NumPy out | GPU-resident in, NumPy out | floor | wgpu-native floor"
+              " (resident / NumPy) | torch (NumPy in / resident) |",
+              "|---|---|---|---|---|---|---|"]
     for r in results:
         if not r.get("latency") or r["status"] != "ok":
             continue
         lat, t = r["latency_times"], r["peers"].get("torch", {})
         torch_cell = f"{_us(t['e2e_s'])} / {_us(t['e2e_resident_s'])}" if t.get("e2e_s") else ""
+        native_cell = (f"{_us(lat['native_floor']['p50_s'])} / {_us(lat['native_floor_upload']['p50_s'])}"
+                       if "native_floor" in lat else "")
         lines.append(f"| {_what(r)} | {_us(r['gpu_s'])} | {_us(lat['numpy']['p50_s'])} / {_us(lat['numpy']['p99_s'])} |"
                      f" {_us(lat['resident']['p50_s'])} / {_us(lat['resident']['p99_s'])} |"
-                     f" {_us(lat['floor']['p50_s'])} | {torch_cell} |")
+                     f" {_us(lat['floor']['p50_s'])} | {native_cell} | {torch_cell} |")
     lines += ["", "Transfers (NumPy in, NumPy out, median wall time):", "",
               "| case | dmlgpu | GB/s | np.argmax on the CPU (speed-up) | torch, pageable (speed-up) |", "|---|---|---|---|---|"]
     for r in results:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dmlgpu import bench, cli
+from dmlgpu import bench, cli, default_device
 from dmlgpu.types import DataType
 
 
@@ -129,10 +129,15 @@ def test_bench_latency_case_keeps_p50_p99_and_the_floor(tmp_path, capsys):
     path = tmp_path / "latency.json"
     assert cli.main(["bench", "--quick", "--case", "llm_argmax", "--repeats", "3", "--json", str(path)]) == 0
     (result,) = json.loads(path.read_text())["results"]
-    for kind in ("numpy", "resident", "floor"):
+    kinds = ["numpy", "resident", "floor"]
+    if default_device().runner.path.name == "native":  # the bound straight through wgpu-native
+        kinds += ["native_floor", "native_floor_upload"]
+    for kind in kinds:
         entry = result["latency_times"][kind]
         assert 0 < entry["p50_s"] <= entry["p99_s"] and entry["calls"] >= 3
-    assert "p50/p99 NumPy in/out" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "p50/p99 NumPy in/out" in out
+    assert ("straight through wgpu-native" in out) == ("native_floor" in kinds)
 
 
 def test_bench_transfer_cases_run_and_check_their_answers(tmp_path, capsys):
