@@ -30,10 +30,12 @@ class Tuning:
     #: kernel) are in flight, but not into chunks shorter than the minimum. A single long row
     #: (1, 151936) is split into chunks of a few elements a lane: about 150 workgroups of a
     #: quad a thread, enough for every SM (8.9 us on the H100, against 23.8 in 18 chunks of
-    #: 32 a lane); several rows keep chunks of 32 a lane ((64, 151936) FLOAT16: 35.0 us
-    #: against 44.1 with 4 a lane, where 64 racing chunks an output contend).
+    #: 32 a lane); several rows keep chunks of 128 a lane (interleaved on the H100, elements
+    #: a lane 32 / 64 / 128 / 256 / 512: (64, 151936) FLOAT16 35.2 / 27.4 / 25.1 / 32.8 /
+    #: 43.8 us, where each output's chunks race; (64, 256, 4096) over {0, 2} 1832 / 1829 /
+    #: 2004 / 1880 / 1981 GB/s).
     target_workgroups: int = 4096
-    min_chunk_per_lane: int = 32
+    min_chunk_per_lane: int = 128
     min_chunk_per_lane_single: int = 4
     target_threads: int = 2**18
     min_chunk_thread: int = 64
@@ -67,11 +69,16 @@ class Tuning:
     #: (or a segment a row), workgroups striding over the rows (0: the segments kernel).
     rows_max_bytes: int = 1024
     #: At most this many workgroups for reduce_rows; each then strides over several tiles of
-    #: rows (0: a workgroup a tile).
-    rows_groups: int = 4096
+    #: rows (0: a workgroup a tile). 16384 against 4096 on the H100, interleaved: rows of 8,
+    #: 64 and 256 FLOAT32 +3-4%.
+    rows_groups: int = 16384
     #: reduce_rows takes only rows of whole quads: on the H100, rows of 3 FLOAT32 ran at 1322
     #: GB/s in the segments kernel against 1135 in blocks of 4 rows (off: blocks of rows too).
     rows_whole_quads: bool = True
+    #: reduce_rows: rows of at most loads_per_thread quads go a block to a thread, a block
+    #: being as many rows as make about this many quads (rows of 8 FLOAT32, 2 quads: one row
+    #: a thread with 2 or 1, two rows with 4: 1720 / 1718 / 1327 GB/s on the H100).
+    rows_block_loads: int = 2
     #: An experiment, never a default: keys are the elements' raw bits (answers are wrong), so
     #: that a kernel timed with it bounds what its key work costs (docs/performance.md).
     bound_no_keys: bool = False
@@ -301,7 +308,7 @@ def row_blocks(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...
     rows = 16 // math.gcd(width * size, 16)
     quads = rows * width * size // 16
     if quads <= loads:
-        return 1, rows * max(1, loads // quads)
+        return 1, rows * max(1, tuning.rows_block_loads // quads)
     if rows > 1:  # rows that are not whole quads: a thread a block, if its quads are few
         return (1, rows) if quads <= 2 * loads else None
     segment = _power_of_two_at_least(math.ceil(quads / loads))

@@ -826,11 +826,12 @@ def test_batched_walk_carries_multi_axis_offsets(walk_device, shape, axes):
 @pytest.fixture(scope="module", params=["subgroups", "tree"])
 def rows_device(request):
     """Workgroups of 32 threads, at most 2 of them, so that each strides over several tiles
-    of rows; segments of several threads merge with shuffles or with the tree."""
+    of rows; segments of several threads merge with shuffles or with the tree; blocks of up to
+    4 quads a thread, so that blocks of several whole-quad rows are covered too."""
     from dmlgpu.plan import Tuning
 
     return dmlgpu.Device(tuning=Tuning(workgroup_size=32, rows_groups=2, subgroups=request.param == "subgroups",
-                                       rows_whole_quads=False))
+                                       rows_whole_quads=False, rows_block_loads=4))
 
 
 ROWS_CASES = [  # (type, width, (threads a block, rows a block))

@@ -61,7 +61,7 @@ def test_kept_dims_put_smallest_input_stride_innermost():
         ((1048576, 3), [1], "reduce_segments", "load_packed", 1, 1),  # rows not whole quads: a thread a row
         ((8, 16777216), [0], "reduce_columns", "load_quads", 1, 1),
         ((1048576, 3), [0], "reduce_thread", "load_packed", 1, 16384),  # 3 columns: not a quad
-        ((64, 128, 4096), [0, 2], "reduce_segments", "load_quads", 256, 32),  # multi-axis, quads per row
+        ((64, 128, 4096), [0, 2], "reduce_segments", "load_quads", 256, 8),  # multi-axis, quads per row, 128 a lane
     ],
 )
 def test_kernel_choice_by_shape(sizes, axes, kernel, loader, segment, split):
@@ -89,7 +89,7 @@ def test_merge_kernel_follows_the_number_of_chunks_and_outputs():
     assert many_outputs.split == 4 and many_outputs.merge_kernel == "merge_partials"
     assert many_outputs.merge_grid == (4, 1, 1)
     few = argmax_plan((64, 151936), [1], tuning=Tuning(merge_workgroup_below=0, race_max_chunks=0))
-    assert few.split == 18 and few.merge_kernel == "merge_partials"  # several rows: 32 a lane
+    assert few.split == 4 and few.merge_kernel == "merge_partials"  # several rows: at least 128 a lane
     assert argmax_plan((1, 151936), [1]).split == 148  # one row: 4 a lane, every SM busy
     assert argmax_plan((4096, 65536), [1]).merge_kernel is None
 
@@ -99,7 +99,7 @@ def test_a_split_races_in_one_dispatch_where_the_adapter_has_64_bit_atomics():
     one = argmax_plan((1, 151936), [1], caps=atomics)
     assert one.race and one.split == 148 and one.merge_kernel is None and one.partial_bytes == 0
     assert one.race_bytes == 16
-    assert argmax_plan((64, 151936), [1], caps=atomics, data_type="FLOAT16").race  # 64 rows of 64 chunks
+    assert argmax_plan((64, 151936), [1], caps=atomics, data_type="FLOAT16").race  # 64 rows of 4 chunks
     assert not argmax_plan((1, 151936), [1]).race  # no atomics: a merge pass
     assert not argmax_plan((2**28,), [0], caps=atomics).race  # 4096 chunks: too many to race
     assert not argmax_plan((1, 151936), [1], caps=atomics, data_type="INT64").race  # 64-bit keys
@@ -150,7 +150,7 @@ def test_batched_walk_and_skip_test_where_threads_walk_many_quads():
 @pytest.mark.parametrize(
     "sizes, data_type, strides, blocks",
     [
-        ((16777216, 8), "FLOAT32", None, (1, 2)),  # 2 quads a row, 2 rows a thread
+        ((16777216, 8), "FLOAT32", None, (1, 1)),  # 2 quads a row, a row a thread (rows_block_loads)
         ((33554432, 3), "FLOAT32", None, (1, 4)),  # 4 rows make 3 quads
         ((1000, 3), "INT8", None, (1, 16)),  # 16 rows make 3 quads
         ((1000, 13), "FLOAT32", None, None),  # 4 rows make 13 quads: too many for a thread
