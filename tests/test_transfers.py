@@ -113,12 +113,17 @@ def test_tensors_in_several_buffers_stream_each(small_ring):
         device.close()
 
 
+@pytest.mark.parametrize("staged", [False, True], ids=["queued", "staged"])
 @pytest.mark.parametrize("tail", [0, 3])
-def test_a_write_lands_after_work_recorded_before_it_and_before_work_after(tail):
+def test_a_write_lands_after_work_recorded_before_it_and_before_work_after(tail, staged):
     """Small writes are queued writes, which wgpu runs ahead of the next submit's work: the
     runner submits the work recorded before a write first, so each pass sees its own input.
-    Unaligned writes (``tail``) are padded with zeros to 4 bytes."""
+    Larger ones (every one here with ``staged``) are copied out of reused mapped staging by a
+    copy recorded in order with the passes. Unaligned writes (``tail``) are padded with zeros
+    to 4 bytes."""
     device = dmlgpu.Device()
+    if staged:
+        device.runner.queue_write_max = 0
     desc = dmlgpu.TensorDesc("FLOAT32", (4, 64))
     compiled = device.compile(dmlgpu.ArgMaxOperatorDesc(desc, axes=[1]))
     rng = np.random.default_rng(tail)
@@ -133,4 +138,10 @@ def test_a_write_lands_after_work_recorded_before_it_and_before_work_after(tail)
     device.runner.write(raw._buffers[0], np.full(8 + tail, 7, np.uint8), offset=16)
     got = raw.numpy()
     assert got[16:24 + tail].tolist() == [7] * (8 + tail) and not got[:16].any()
+    if staged:  # the staging buffers are reused: many writes and reads, each seeing its own bytes
+        for i in range(20):
+            x = rng.standard_normal((4, 64)).astype(np.float32)
+            t.write(x)
+            np.testing.assert_array_equal(compiled.run(t).numpy().ravel(), x.argmax(1))
+        assert device.runner._writes.bytes > 0
     device.close()
