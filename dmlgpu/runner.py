@@ -956,7 +956,7 @@ class Runner:
             self.check()
             m = self._writes.take(kept_size) or _Map(self._create(kept_size, _MAP_WRITE, mapped=True), kept_size,
                                                      done=True)
-        try:
+        with self._dropped_on_failure(m.buffer):
             self.path.wait(m, None)  # mapped again once the GPU has copied out of it
             view = self.path.mapped(m)
             view[:raw.nbytes] = raw
@@ -970,9 +970,16 @@ class Runner:
                 self._pending_bytes += size
                 if self._pending_bytes >= SUBMIT_EARLY_BYTES:
                     self._submit()
+
+    @contextlib.contextmanager
+    def _dropped_on_failure(self, staging):
+        """Destroy the staging buffer ``staging`` if the block fails (it may be mid-map, so it
+        must not go back to a pool), wgpu's errors raised as ours."""
+        try:
+            yield
         except BaseException as err:
             with self._lock:
-                self._destroy(m.buffer)
+                self._destroy(staging)
             if isinstance(err, wgpu.GPUError):
                 raise self._gpu_error(err) from None
             raise
@@ -1087,18 +1094,12 @@ class Runner:
         """Wait for map ``m`` (outside the lock), copy its first ``out.nbytes`` bytes out,
         unmap, and keep the staging buffer for the next read. A failure on the way drops the
         buffer: it may still be mid-map."""
-        try:
+        with self._dropped_on_failure(m.buffer):
             self.path.wait(m, ticket)
             view = self.path.mapped(m)
             out[...] = view[:out.nbytes]
             del view
             self.path.unmap(m)
-        except BaseException as err:
-            with self._lock:
-                self._destroy(m.buffer)
-            if isinstance(err, wgpu.GPUError):
-                raise self._gpu_error(err) from None
-            raise
         with self._lock:
             for old in self._staging.put(m.buffer) if self._lost is None else [m.buffer]:
                 self._destroy(old)

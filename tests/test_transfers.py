@@ -139,7 +139,7 @@ def test_a_write_lands_after_work_recorded_before_it_and_before_work_after(tail,
     got = raw.numpy()
     assert got[16:24 + tail].tolist() == [7] * (8 + tail) and not got[:16].any()
     if staged:  # the staging buffers are reused: many writes and reads, each seeing its own bytes
-        for i in range(20):
+        for _ in range(20):
             x = rng.standard_normal((4, 64)).astype(np.float32)
             t.write(x)
             np.testing.assert_array_equal(compiled.run(t).numpy().ravel(), x.argmax(1))
