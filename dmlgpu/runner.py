@@ -861,9 +861,14 @@ class Runner:
         with self._lock:
             self.check()
             self._pending.append(self._encode(steps, clear))
-            self._pending_bytes += reads
-            if self._pending_bytes >= SUBMIT_EARLY_BYTES:
-                self._submit()
+            self._count_pending(reads)
+
+    def _count_pending(self, nbytes: int) -> None:
+        """Count bytes that recorded work reads or queued writes hold, and submit once they
+        reach ``SUBMIT_EARLY_BYTES`` (under the lock)."""
+        self._pending_bytes += nbytes
+        if self._pending_bytes >= SUBMIT_EARLY_BYTES:
+            self._submit()
 
     def _submit(self, extra=()):
         """Finish and submit the pending encoders (and ``extra``), with the queued writes
@@ -900,10 +905,9 @@ class Runner:
         """Submit the pending work with one copy (src, src offset, dst, dst offset, size) after
         it, recorded into the last pending encoder (one command buffer for a call's passes and
         its read-back); the ticket."""
-        last = self._pending[-1] if self._pending else None
-        if last is None:
+        if not self._pending:
             return self._submit([self._encode((), copies=[copy])])
-        self._encode((), copies=[copy], into=last)
+        self._encode((), copies=[copy], into=self._pending[-1])
         return self._submit()
 
     def flush(self) -> None:
@@ -942,9 +946,7 @@ class Runner:
             except wgpu.GPUError as err:
                 raise self._gpu_error(err) from None
             self._queued = True
-            self._pending_bytes += raw.nbytes
-            if self._pending_bytes >= SUBMIT_EARLY_BYTES:
-                self._submit()
+            self._count_pending(raw.nbytes)
 
     def _write_staged(self, buffer, raw: np.ndarray, offset: int) -> None:
         """``write`` through a reused staging buffer that is already mapped: the bytes are
@@ -967,9 +969,7 @@ class Runner:
                 self.path.unmap(m)
                 self._pending.append(self._encode((), copies=[(m.buffer, 0, buffer, offset, size)]))
                 self._remap.append(m)
-                self._pending_bytes += size
-                if self._pending_bytes >= SUBMIT_EARLY_BYTES:
-                    self._submit()
+                self._count_pending(size)
 
     @contextlib.contextmanager
     def _dropped_on_failure(self, staging):
