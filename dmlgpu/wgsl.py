@@ -78,6 +78,7 @@ def shader_sources(plan: Plan) -> list[str]:
         "SKIP_TEST": plan.skip_test,
         "COLQ": plan.column_quads,
         "COL_SKIP": plan.column_skip,
+        "COL_INTERLEAVE": plan.column_interleave,
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())

@@ -5,7 +5,7 @@
 // COL_SKIP: each part of a quad is first tested against its outputs' bests on raw bits
 // (quick_lanes_pass, the key module's), and only a part that may win gets exact keys. The
 // plan checked that every quad is aligned and that a thread's quads lie in one row.
-// Constants: WG, PER_QUAD (from load_quads.wgsl), COLQ, COL_SKIP.
+// Constants: WG, PER_QUAD (from load_quads.wgsl), COLQ, COL_SKIP, COL_INTERLEAVE.
 
 const COL_OUTPUTS: u32 = COLQ * PER_QUAD;
 
@@ -19,8 +19,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     let o = (item % groups) * COL_OUTPUTS;
     let chunk = item / groups;
-    let start = chunk * params.split.y;
-    let end = start + min(params.split.y, params.counts.y - start);
+    // COL_INTERLEAVE: chunk c takes rows c, c + split, ...; otherwise its run of rows.
+    let step = select(1u, params.split.x, COL_INTERLEAVE);
+    let start = select(chunk * params.split.y, chunk, COL_INTERLEAVE);
+    let end = select(start + min(params.split.y, params.counts.y - start), params.counts.y, COL_INTERLEAVE);
     let base = kept_offsets(o).x;
 
     // Part p of quad j holds element w * PER_WORD + p of word w, which belongs to output
@@ -37,7 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             limit[j][p] = quick_limit4(best_key[j][p]);
         }
     }
-    for (var r = start + 1u; r < end; r++) {
+    for (var r = start + step; r < end; r += step) {
         let q = (base + reduced_offsets(r).x) / PER_QUAD;
         var words: array<vec4<u32>, COLQ>;
         for (var j = 0u; j < COLQ; j++) {

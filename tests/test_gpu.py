@@ -951,13 +951,15 @@ def test_racing_split_leaves_its_words_ready_for_the_next_call(race_device):
 # --- columns: neighbouring quads a thread, and the skip test per part (reduce_columns) --
 
 
-@pytest.fixture(scope="module", params=["2-quads-skip", "1-quad-skip", "2-quads"])
+@pytest.fixture(scope="module", params=["2-quads-skip", "1-quad-skip", "2-quads", "1-quad-interleaved", "2-quads-skip-interleaved"])
 def columns_device(request):
     from dmlgpu.plan import Tuning
 
-    quads, skip = {"2-quads-skip": (2, True), "1-quad-skip": (1, True), "2-quads": (2, False)}[request.param]
+    quads, skip, interleave = {"2-quads-skip": (2, True, False), "1-quad-skip": (1, True, False),
+                               "2-quads": (2, False, False), "1-quad-interleaved": (1, False, True),
+                               "2-quads-skip-interleaved": (2, True, True)}[request.param]
     return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_threads=64, min_chunk_thread=40,
-                                       columns_quads=quads, columns_skip=skip))
+                                       columns_quads=quads, columns_skip=skip, columns_interleave=interleave))
 
 
 @pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
@@ -970,7 +972,9 @@ def test_columns_with_skip_test(columns_device, data_type):
     x = rows[rng.permutation(np.arange(4 * per_quad) % len(rows))].T.copy()  # (301, 4 quads of columns)
     plan = columns_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[0])).plan
     assert plan.kernel == "reduce_columns" and plan.split > 1
-    assert (plan.column_quads, plan.column_skip) == (columns_device.tuning.columns_quads, columns_device.tuning.columns_skip)
+    tuning = columns_device.tuning
+    assert (plan.column_quads, plan.column_skip, plan.column_interleave) == (
+        tuning.columns_quads, tuning.columns_skip, tuning.columns_interleave)
     ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
     for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
         if op == "hardmax" and direction == "decreasing":

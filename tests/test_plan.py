@@ -176,11 +176,12 @@ def test_short_packed_rows_go_to_reduce_rows(sizes, data_type, strides, blocks):
     assert off.kernel != "reduce_rows" and off.row_width == 0
 
 
-def test_columns_take_two_quads_where_a_kept_row_holds_pairs_of_them():
-    assert (argmax_plan((65536, 4096), [0]).column_quads, argmax_plan((65536, 4096), [0]).column_skip) == (1, False)
-    cols = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_quads=2, columns_skip=True))
-    assert (cols.column_quads, cols.column_skip, cols.split) == (2, True, 256)  # half the threads, as many chunks
+def test_columns_take_two_quads_where_a_kept_row_holds_pairs_of_them_and_the_reduction_is_split():
+    cols = argmax_plan((65536, 4096), [0])
+    assert (cols.column_quads, cols.column_skip, cols.column_interleave, cols.split) == (2, False, True, 256)
     assert argmax_plan((64, 12), [0]).column_quads == 1  # 3 quads a row
-    one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_quads=1, columns_skip=False))
-    assert (one.column_quads, one.column_skip, one.split) == (1, False, 256)
+    tall = argmax_plan((8, 16777216), [0])  # unsplit: a quad a thread
+    assert (tall.column_quads, tall.split) == (1, 1)
+    one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_quads=1, columns_skip=True, columns_interleave=False))
+    assert (one.column_quads, one.column_skip, one.column_interleave, one.split) == (1, True, False, 256)
     assert argmax_plan((4096, 65536), [1]).column_quads == 1 and not argmax_plan((4096, 65536), [1]).column_skip
