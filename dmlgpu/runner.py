@@ -79,8 +79,12 @@ NATIVE_WGPU = {"0.32.0": "29.0.1.1"}
 RING_CHUNK = 64 << 20
 RING_DEPTH = 4
 STREAM_ABOVE = 16 << 20
-#: Host threads that copy a large transfer's chunks in and out of staging memory.
-COPY_THREADS = 8
+#: Host threads that copy a large transfer's chunks into staging memory (writes) and out of
+#: it (reads). Reads into a new array spend as much time on its page faults as on the copy,
+#: and faults run in parallel: on the H100's 16-core host, 1 GiB read back at 16.2 GB/s with
+#: 16 threads against 13.4 with 8, where uploads ran at 24.0 against 25.2 (interleaved).
+WRITE_THREADS = 8
+READ_THREADS = 16
 #: Freed storage buffers are kept for the next allocation of the same size, up to this many
 #: bytes in all (the oldest given back first): a NumPy call takes its GPU buffers from here,
 #: so that repeated calls allocate nothing (a 1 GiB buffer takes 40-56 ms to allocate and
@@ -601,7 +605,8 @@ class Runner:
         self.ring_chunk, self.ring_depth, self.stream_above = RING_CHUNK, RING_DEPTH, STREAM_ABOVE
         self.queue_write_max = QUEUE_WRITE_MAX
         self.parallel_copy_above = 4 << 20
-        self.copy_threads = min(COPY_THREADS, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+        self.copy_threads = {True: min(WRITE_THREADS, cores), False: min(READ_THREADS, cores)}  # by write
 
     def _choose_path(self):
         wanted = os.environ.get("DMLGPU_RUNNER", "native").strip().lower()
@@ -995,8 +1000,9 @@ class Runner:
             if ring is None:
                 usage = _MAP_WRITE if write else _MAP_READ
                 ring = [[self._create(self.ring_chunk, usage), None] for _ in range(self.ring_depth)]
-            if self._copier is None and self.copy_threads > 1:
-                self._copier = concurrent.futures.ThreadPoolExecutor(self.copy_threads, thread_name_prefix="dmlgpu-copy")
+            threads = max(self.copy_threads.values())
+            if self._copier is None and threads > 1:
+                self._copier = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="dmlgpu-copy")
             return ring
 
     def _give_ring(self, write: bool, ring: list, ok: bool) -> None:
@@ -1009,13 +1015,13 @@ class Runner:
             for buffer, _ in ring:
                 self._destroy(buffer)
 
-    def _copy_host(self, dst: np.ndarray, src: np.ndarray) -> None:
-        """dst[:] = src on several threads (NumPy lets go of the GIL while it copies)."""
-        copier = self._copier
-        if copier is None or src.nbytes < self.parallel_copy_above:
+    def _copy_host(self, dst: np.ndarray, src: np.ndarray, write: bool) -> None:
+        """dst[:] = src on the threads of a write or a read (NumPy lets go of the GIL while it copies)."""
+        copier, threads = self._copier, self.copy_threads[write]
+        if copier is None or threads < 2 or src.nbytes < self.parallel_copy_above:
             np.copyto(dst, src)
             return
-        step = ((-(-src.nbytes // copier._max_workers)) + 63) & ~63
+        step = ((-(-src.nbytes // threads)) + 63) & ~63
         parts = [copier.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, src.nbytes, step)]
         for part in parts:
             part.result()
@@ -1047,7 +1053,7 @@ class Runner:
                 self.path.wait(m, None)  # mapped again once the GPU has copied out of it
                 size = min(chunk, raw.nbytes - start)
                 view = self.path.mapped(m)
-                self._copy_host(view[:size], raw[start:start + size])
+                self._copy_host(view[:size], raw[start:start + size], write=True)
                 del view
                 with self._lock:
                     self.check()
@@ -1131,7 +1137,7 @@ class Runner:
                 self.path.wait(m, tickets.pop(i))
                 view = self.path.mapped(m)
                 size = min(chunk, out.nbytes - first)
-                self._copy_host(out[first:first + size], view[:size])
+                self._copy_host(out[first:first + size], view[:size], write=False)
                 del view
                 self.path.unmap(m)
                 entry[1] = None
