@@ -101,7 +101,8 @@ def test_a_split_races_in_one_dispatch_where_the_adapter_has_64_bit_atomics():
     assert one.race_bytes == 16
     assert argmax_plan((64, 151936), [1], caps=atomics, data_type="FLOAT16").race  # 64 rows of 4 chunks
     assert not argmax_plan((1, 151936), [1]).race  # no atomics: a merge pass
-    assert not argmax_plan((2**28,), [0], caps=atomics).race  # 4096 chunks: too many to race
+    assert argmax_plan((2**28,), [0], caps=atomics).race  # 4096 chunks race too
+    assert not argmax_plan((2**28,), [0], caps=atomics, tuning=Tuning(race_max_chunks=2048)).race  # too many
     assert not argmax_plan((1, 151936), [1], caps=atomics, data_type="INT64").race  # 64-bit keys
     assert not argmax_plan((1, 151936), [1], caps=atomics, tuning=Tuning(race_max_chunks=0)).race
     assert not argmax_plan((4096, 65536), [1], caps=atomics).race  # nothing to merge
