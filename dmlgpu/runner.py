@@ -214,7 +214,7 @@ def interrupts_held():
     a handler the program installed itself is left alone. (``_signal`` is what ``signal``
     wraps; its enum conversions cost 30 us a call, the C functions 3.)
     """
-    if _holding or threading.current_thread() is not _MAIN or _signal.getsignal(_SIGINT) is not _DEFAULT_HANDLER:
+    if _holding or threading.get_ident() != _MAIN_IDENT or _signal.getsignal(_SIGINT) is not _DEFAULT_HANDLER:
         yield
         return
     noted = []
@@ -235,7 +235,7 @@ def interrupts_held():
         raise KeyboardInterrupt
 
 
-_MAIN = threading.main_thread()
+_MAIN_IDENT = threading.main_thread().ident
 _SIGINT = int(signal.SIGINT)
 _DEFAULT_HANDLER = signal.default_int_handler
 

@@ -19,6 +19,10 @@ from .errors import DescriptorError
 class _Parsable(enum.Enum):
     """An enum whose members parse from any of DirectML's spellings."""
 
+    # Members are singletons compared by identity: hashing by identity is consistent, and
+    # a C slot where Enum's own hash is Python code (12 hashes a call key the caches).
+    __hash__ = object.__hash__
+
     @classmethod
     def parse(cls, value, field: str):
         """Return the member that `value` names; `field` is used in the error."""
