@@ -60,13 +60,16 @@ def tables(report: dict, source: str) -> str:
         lines.append(f"| {_what(r)} | {_us(r['gpu_s'])} | {_us(lat['numpy']['p50_s'])} / {_us(lat['numpy']['p99_s'])} |"
                      f" {_us(lat['resident']['p50_s'])} / {_us(lat['resident']['p99_s'])} |"
                      f" {_us(lat['floor']['p50_s'])} | {native_cell} | {torch_cell} |")
-    lines += ["", "Transfers (NumPy in, NumPy out, median wall time):", "",
-              "| case | dmlgpu | GB/s | np.argmax on the CPU (speed-up) | torch, pageable (speed-up) |", "|---|---|---|---|---|"]
+    lines += ["", "Transfers (NumPy in, NumPy out, median wall time; read-back into a new array, beside its bound:"
+                  " a new array filled from host memory on as many threads):", "",
+              "| case | dmlgpu | GB/s | np.argmax on the CPU (speed-up) | torch, pageable (speed-up) | upload GB/s |"
+              " read-back GB/s (bound) |", "|---|---|---|---|---|---|---|"]
     for r in results:
         if r["kind"] != "numpy" or r["status"] != "ok":
             continue
+        back = f"{r['read_back_gbps']:.1f} ({r['host_fill_gbps']:.1f})" if "host_fill_gbps" in r else "-"
         lines.append(f"| {_what(r)} | {_us(r['e2e_s'])} | {r['gbps']:.1f} | {_us(r['numpy_s'])} ({r['x_numpy']:.1f}x) |"
-                     f" {_us(r['torch_pageable_s'])} ({r['x_torch_pageable']:.1f}x) |")
+                     f" {_us(r['torch_pageable_s'])} ({r['x_torch_pageable']:.1f}x) | {r['upload_gbps']:.1f} | {back} |")
     for r in results:
         if r["kind"] == "loop" and r["status"] == "ok":
             lines += ["", f"{r['calls']} GPU-resident calls back to back on {r['dtype']} {tuple(r['shape'])}:"
