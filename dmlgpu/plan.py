@@ -24,8 +24,9 @@ class Tuning:
 
     workgroup_size: int = 256
     #: Contiguous rows get threads enough that each makes this many loads (a power of two,
-    #: at most a workgroup of threads per row).
-    loads_per_thread: int = 4
+    #: at most a workgroup of threads per row). With loops unrolled, 8 against 4 on the H100:
+    #: rows of 256 FLOAT32 +14%, of 64 +11% (2: -19%, -16%); long rows take 256 threads either way.
+    loads_per_thread: int = 8
     #: Split reductions until this many workgroups (segments kernel) or threads (thread
     #: kernel) are in flight, but not into chunks shorter than the minimum. A single long row
     #: (1, 151936) is split into chunks of a few elements a lane: about 150 workgroups of a
@@ -53,8 +54,10 @@ class Tuning:
     subgroups: bool = True
     #: The segments kernel's walk over 16-byte quads: each thread loads this many quads before
     #: it folds them (loads in flight), and carries multi-axis offsets without divisions
-    #: (0: the walk before, one quad at a time, an offset's division per quad).
-    batch: int = 1
+    #: (0: the walk before, one quad at a time, an offset's division per quad). With loops
+    #: unrolled, 2 against 1 on the H100: rows +2%, axes02 +6%, FLOAT16 +5%, all_1gib -2%;
+    #: 4 costs INT8 25%.
+    batch: int = 2
     #: In that walk, quads are first tested against the best key of the thread's subgroup
     #: (shared after every batch where a subgroup lies in one segment, else the thread's own),
     #: and only those that may win get exact keys; for walks of at least this many quads a
@@ -62,9 +65,9 @@ class Tuning:
     skip_min_quads: int = 8
     #: reduce_columns: a thread takes this many neighbouring quads of outputs (1 or 2) where
     #: a kept row holds a whole number of them and the reduction is split (unsplit, a quad a
-    #: thread: tall_axis0 -11%, seg_classes -6% with two); splits aim at target_threads /
-    #: columns_quads. Interleaved with columns_interleave on the H100: cols +6%, wide_cols +6%.
-    columns_quads: int = 2
+    #: thread); splits aim at target_threads / columns_quads. With loops unrolled, one and
+    #: two alike on the H100 (cols 2728 / 2703 GB/s, wide_cols 2813 / 2799), so one.
+    columns_quads: int = 1
     #: reduce_columns tests each part of a quad against its outputs' bests on raw bits before
     #: keying it (off: every element is keyed).
     columns_skip: bool = False
@@ -72,6 +75,10 @@ class Tuning:
     #: threads in flight read neighbouring rows (off: chunk c takes the c-th run of rows;
     #: on the H100, cols +3%, wide_cols +2%, interleaved in one process).
     columns_interleave: bool = True
+    #: reduce_columns loads this many rows' quads before folding any (loads in flight a thread):
+    #: 2 against 1 on the H100, seg_classes +2.5%, tall_axis0 +1.6%, cols and wide_cols alike; 4
+    #: costs cols 7%.
+    columns_unroll: int = 2
     #: Packed rows up to this many bytes go to reduce_rows: a block of whole quads a thread
     #: (or a segment a row), workgroups striding over the rows (0: the segments kernel).
     rows_max_bytes: int = 1024
@@ -79,13 +86,16 @@ class Tuning:
     #: rows (0: a workgroup a tile). 16384 against 4096 on the H100, interleaved: rows of 8,
     #: 64 and 256 FLOAT32 +3-4%.
     rows_groups: int = 16384
-    #: reduce_rows takes only rows of whole quads: on the H100, rows of 3 FLOAT32 ran at 1322
-    #: GB/s in the segments kernel against 1135 in blocks of 4 rows (off: blocks of rows too).
-    rows_whole_quads: bool = True
+    #: reduce_rows takes only rows of whole quads (off: blocks of rows too). Rows of 3 FLOAT32
+    #: on the H100 ran at 1322 GB/s in the segments kernel against 1135 in blocks of 4 rows
+    #: while the blocks' arrays lived in memory; with loops unrolled, 1329 against 1542.
+    rows_whole_quads: bool = False
     #: reduce_rows: rows of at most loads_per_thread quads go a block to a thread, a block
     #: being as many rows as make about this many quads (rows of 8 FLOAT32, 2 quads: one row
     #: a thread with 2 or 1, two rows with 4: 1720 / 1718 / 1327 GB/s on the H100).
     rows_block_loads: int = 2
+    #: Loops marked ``// unroll`` in the templates are written out (wgsl.unroll; off: loops).
+    unroll: bool = True
     #: An experiment, never a default: keys are the elements' raw bits (answers are wrong), so
     #: that a kernel timed with it bounds what its key work costs (docs/performance.md).
     bound_no_keys: bool = False
@@ -141,7 +151,9 @@ class Plan:
     column_quads: int  # reduce_columns: neighbouring quads of outputs a thread (1 for the other kernels)
     column_skip: bool  # reduce_columns: parts of quads that cannot win are skipped
     column_interleave: bool  # reduce_columns: a chunk takes every split-th row
+    column_unroll: int  # reduce_columns: rows loaded before any is folded (1 for the other kernels)
     no_keys: bool  # Tuning.bound_no_keys: an experiment whose answers are wrong
+    unroll: bool  # Tuning.unroll: loops marked in the templates are written out
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
     workgroup_size: int
@@ -415,7 +427,9 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         column_quads=column_quads,
         column_skip=kernel == "reduce_columns" and tuning.columns_skip,
         column_interleave=kernel == "reduce_columns" and tuning.columns_interleave,
+        column_unroll=tuning.columns_unroll if kernel == "reduce_columns" else 1,
         no_keys=tuning.bound_no_keys,
+        unroll=tuning.unroll,
         kept=kept,
         reduced=reduced,
         workgroup_size=wg,

@@ -10,6 +10,7 @@ Also packs the uniform parameters whose layout ``common.wgsl`` declares.
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 
 import numpy as np
@@ -79,6 +80,7 @@ def shader_sources(plan: Plan) -> list[str]:
         "COLQ": plan.column_quads,
         "COL_SKIP": plan.column_skip,
         "COL_INTERLEAVE": plan.column_interleave,
+        "COL_UNROLL": plan.column_unroll,
         **consts,
     }
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
@@ -99,7 +101,53 @@ def shader_sources(plan: Plan) -> list[str]:
             parts[-1:-1] = cooperation
         if parts[-1] == "reduce_segments":
             parts[-1:-1] = ["walk_batched" if plan.batch else "walk_strided"]
-    return [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
+    known = {**consts, **_derived(consts)} if plan.unroll else {}
+    return [unroll(header + "\n\n" + "\n".join(template(p) for p in parts), known) for parts in passes]
+
+
+def _derived(consts: dict) -> dict:
+    """Values of the templates' derived constants that bound loops marked ``// unroll``."""
+    if "BITS" not in consts:
+        return {}
+    per_word = 32 // consts["BITS"]
+    per_quad = 4 * per_word
+    derived = {"PER_WORD": per_word, "PER_QUAD": per_quad, "COL_OUTPUTS": consts["COLQ"] * per_quad}
+    if consts["ROWS"]:
+        block = consts["ROWS"] * consts["ROW"] // per_quad
+        derived.update(BLOCK_QUADS=block, LANE_QUADS=-(-block // consts["SEG"]))
+    return derived
+
+
+_UNROLL = re.compile(r"for \(var (\w+) = 0u; \1 < (\w+); \1\+\+\) \{ // unroll\n")
+#: Loops with more trips than this stay loops.
+UNROLL_MAX = 16
+
+
+def unroll(text: str, known: dict) -> str:
+    """Loops marked ``// unroll`` (``for (var k = 0u; k < N; k++) { // unroll``, N a constant),
+    written out as N blocks each with its own ``const k``: indices into a thread's arrays are
+    then constants, and the arrays can live in registers (a compiler that keeps a dynamically
+    indexed array in memory makes every access a load). Their bodies hold no break or continue."""
+    start = 0
+    while (m := _UNROLL.search(text, start)) is not None:
+        var, bound = m.groups()
+        trips = known.get(bound, UNROLL_MAX + 1)  # unknown bounds (unroll off) stay loops
+        opening = m.start() + m.group(0).rindex("{")
+        depth, close = 0, opening
+        for close in range(opening, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[close], 0)
+            if depth == 0:
+                break
+        body = "\n" + text[m.end():close]  # without the marker
+        if trips > UNROLL_MAX:
+            start = m.end()
+            continue
+        if re.search(r"\b(break|continue)\b", body):
+            raise ValueError(f"a loop over {var} marked // unroll breaks or continues")
+        copies = "".join(f"{{ const {var} = {k}u;{body}}}" for k in range(trips))
+        text = text[:m.start()] + copies + text[close + 1:]
+        start = m.start()
+    return text
 
 
 def params_words(plan: Plan, grid: tuple[int, int, int], merge_pass: bool = False) -> np.ndarray:

@@ -5,7 +5,7 @@
 // COL_SKIP: each part of a quad is first tested against its outputs' bests on raw bits
 // (quick_lanes_pass, the key module's), and only a part that may win gets exact keys. The
 // plan checked that every quad is aligned and that a thread's quads lie in one row.
-// Constants: WG, PER_QUAD (from load_quads.wgsl), COLQ, COL_SKIP, COL_INTERLEAVE.
+// Constants: WG, PER_QUAD (from load_quads.wgsl), COLQ, COL_SKIP, COL_INTERLEAVE, COL_UNROLL.
 
 const COL_OUTPUTS: u32 = COLQ * PER_QUAD;
 
@@ -31,37 +31,46 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var best_index: array<array<vec4<u32>, PER_WORD>, COLQ>;
     var limit: array<array<vec4<u32>, PER_WORD>, COLQ>;
     let first = (base + reduced_offsets(start).x) / PER_QUAD;
-    for (var j = 0u; j < COLQ; j++) {
+    for (var j = 0u; j < COLQ; j++) { // unroll
         let words = src[first + j];
-        for (var p = 0u; p < PER_WORD; p++) {
+        for (var p = 0u; p < PER_WORD; p++) { // unroll
             best_key[j][p] = quad_keys(words, p);
             best_index[j][p] = vec4<u32>(start);
             limit[j][p] = quick_limit4(best_key[j][p]);
         }
     }
-    for (var r = start + step; r < end; r += step) {
-        let q = (base + reduced_offsets(r).x) / PER_QUAD;
-        var words: array<vec4<u32>, COLQ>;
-        for (var j = 0u; j < COLQ; j++) {
-            words[j] = src[q + j];
+    // COL_UNROLL rows' quads are loaded before any is folded. Past the chunk's end a step
+    // loads the output's last reduced row instead: its index is at least every one held, so
+    // the walk's indices never fall, and a row folded twice (here, or in the chunk it belongs
+    // to when chunks interleave) is the same pair, which no merge can mistake.
+    for (var r0 = start + step; r0 < end; r0 += step * COL_UNROLL) {
+        var words: array<array<vec4<u32>, COLQ>, COL_UNROLL>;
+        for (var u = 0u; u < COL_UNROLL; u++) { // unroll
+            let q = (base + reduced_offsets(min(r0 + u * step, end - 1u)).x) / PER_QUAD;
+            for (var j = 0u; j < COLQ; j++) { // unroll
+                words[u][j] = src[q + j];
+            }
         }
-        for (var j = 0u; j < COLQ; j++) {
-            for (var p = 0u; p < PER_WORD; p++) {
-                if (COL_SKIP && !quick_lanes_pass(words[j], p, limit[j][p])) {
-                    continue;
-                }
-                let k = quad_keys(words[j], p);
-                // r is larger than every index held: the simplified tie rule (common.wgsl).
-                let wins = select(k >= best_key[j][p], k > best_key[j][p], INCREASING);
-                best_key[j][p] = select(best_key[j][p], k, wins);
-                best_index[j][p] = select(best_index[j][p], vec4<u32>(r), wins);
-                if (COL_SKIP) {
-                    limit[j][p] = quick_limit4(best_key[j][p]);
+        for (var u = 0u; u < COL_UNROLL; u++) { // unroll
+            let r = min(r0 + u * step, end - 1u);
+            for (var j = 0u; j < COLQ; j++) { // unroll
+                for (var p = 0u; p < PER_WORD; p++) { // unroll
+                    if (!COL_SKIP || quick_lanes_pass(words[u][j], p, limit[j][p])) {
+                        let k = quad_keys(words[u][j], p);
+                        // r is at least every index held, and equal only for the last row
+                        // reloaded: the simplified tie rule (common.wgsl) then changes nothing.
+                        let wins = select(k >= best_key[j][p], k > best_key[j][p], INCREASING);
+                        best_key[j][p] = select(best_key[j][p], k, wins);
+                        best_index[j][p] = select(best_index[j][p], vec4<u32>(r), wins);
+                        if (COL_SKIP) {
+                            limit[j][p] = quick_limit4(best_key[j][p]);
+                        }
+                    }
                 }
             }
         }
     }
-    for (var i = 0u; i < COL_OUTPUTS; i++) {
+    for (var i = 0u; i < COL_OUTPUTS; i++) { // unroll
         let j = i / PER_QUAD;
         let p = i % PER_WORD;
         let w = (i % PER_QUAD) / PER_WORD;

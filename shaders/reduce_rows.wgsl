@@ -23,12 +23,12 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
         let wanted = tile * (WG / SEG) + inv.lid / SEG;
         let block = min(wanted, blocks - 1u);
         var words: array<vec4<u32>, LANE_QUADS>;
-        for (var i = 0u; i < LANE_QUADS; i++) {
+        for (var i = 0u; i < LANE_QUADS; i++) { // unroll
             if (i * SEG + lane < BLOCK_QUADS) {
                 words[i] = src[first_quad + block * BLOCK_QUADS + i * SEG + lane];
             }
         }
-        for (var u = 0u; u < ROWS; u++) {
+        for (var u = 0u; u < ROWS; u++) { // unroll
             var best = walk_start(0u);
             if (SEG == 1u) {
                 for (var j = 0u; j < ROW; j++) {
@@ -39,7 +39,7 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
                     }
                 }
             } else {
-                for (var i = 0u; i < LANE_QUADS; i++) {
+                for (var i = 0u; i < LANE_QUADS; i++) { // unroll
                     if (i * SEG + lane < BLOCK_QUADS) {
                         fold_words(words[i], (i * SEG + lane) * PER_QUAD, &best);
                     }

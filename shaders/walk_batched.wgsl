@@ -56,13 +56,13 @@ fn fold_segment(pooled: bool, base: u32, start: u32, end: u32, first: u32, step:
     var limit = quick_limit((*best).key);  // the walk's start: no quad that may win is skipped
     for (var b = 0u; b < batches; b++) {
         var words: array<vec4<u32>, BATCH>;
-        for (var k = 0u; k < BATCH; k++) {
+        for (var k = 0u; k < BATCH; k++) { // unroll
             if ((b * BATCH + k) * step + first < quads) {
                 words[k] = src[(base + at.offset) / PER_QUAD];
             }
             odometer_add(&at, stride);
         }
-        for (var k = 0u; k < BATCH; k++) {
+        for (var k = 0u; k < BATCH; k++) { // unroll
             let q = (b * BATCH + k) * step + first;
             if (q < quads && (!SKIP_TEST || quick_passes(words[k], limit))) {
                 fold_words(words[k], start + q * PER_QUAD, best);

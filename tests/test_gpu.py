@@ -831,7 +831,7 @@ def rows_device(request):
     from dmlgpu.plan import Tuning
 
     return dmlgpu.Device(tuning=Tuning(workgroup_size=32, rows_groups=2, subgroups=request.param == "subgroups",
-                                       rows_whole_quads=False, rows_block_loads=4))
+                                       rows_whole_quads=False, rows_block_loads=4, loads_per_thread=4))
 
 
 ROWS_CASES = [  # (type, width, (threads a block, rows a block))
@@ -951,15 +951,21 @@ def test_racing_split_leaves_its_words_ready_for_the_next_call(race_device):
 # --- columns: neighbouring quads a thread, and the skip test per part (reduce_columns) --
 
 
-@pytest.fixture(scope="module", params=["2-quads-skip", "1-quad-skip", "2-quads", "1-quad-interleaved", "2-quads-skip-interleaved"])
+COLUMN_TUNINGS = {  # columns_quads, columns_skip, columns_interleave, columns_unroll
+    "2-quads-skip": (2, True, False, 1), "1-quad-skip": (1, True, False, 1), "2-quads": (2, False, False, 1),
+    "1-quad-interleaved": (1, False, True, 1), "2-quads-skip-interleaved": (2, True, True, 1),
+    "1-quad-interleaved-unroll3": (1, False, True, 3), "2-quads-skip-unroll2": (2, True, False, 2),
+}
+
+
+@pytest.fixture(scope="module", params=list(COLUMN_TUNINGS))
 def columns_device(request):
+    """Chunks of 40 rows and a last one of 21: unrolled walks end on ragged steps."""
     from dmlgpu.plan import Tuning
 
-    quads, skip, interleave = {"2-quads-skip": (2, True, False), "1-quad-skip": (1, True, False),
-                               "2-quads": (2, False, False), "1-quad-interleaved": (1, False, True),
-                               "2-quads-skip-interleaved": (2, True, True)}[request.param]
-    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_threads=64, min_chunk_thread=40,
-                                       columns_quads=quads, columns_skip=skip, columns_interleave=interleave))
+    quads, skip, interleave, unroll = COLUMN_TUNINGS[request.param]
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_threads=64, min_chunk_thread=40, columns_quads=quads,
+                                       columns_skip=skip, columns_interleave=interleave, columns_unroll=unroll))
 
 
 @pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
@@ -973,8 +979,8 @@ def test_columns_with_skip_test(columns_device, data_type):
     plan = columns_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[0])).plan
     assert plan.kernel == "reduce_columns" and plan.split > 1
     tuning = columns_device.tuning
-    assert (plan.column_quads, plan.column_skip, plan.column_interleave) == (
-        tuning.columns_quads, tuning.columns_skip, tuning.columns_interleave)
+    assert (plan.column_quads, plan.column_skip, plan.column_interleave, plan.column_unroll) == (
+        tuning.columns_quads, tuning.columns_skip, tuning.columns_interleave, tuning.columns_unroll)
     ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
     for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
         if op == "hardmax" and direction == "decreasing":

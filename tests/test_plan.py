@@ -57,8 +57,8 @@ def test_kept_dims_put_smallest_input_stride_innermost():
         ((65536, 4096), [0], "reduce_columns", "load_quads", 1, 256),  # outer axis: columns, split
         ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1, 1),  # middle axis
         ((16777216, 8), [1], "reduce_rows", "load_quads", 1, 1),  # many tiny rows: two a thread
-        ((4194304, 64), [1], "reduce_rows", "load_quads", 4, 1),  # 64 rows a workgroup
-        ((1048576, 3), [1], "reduce_segments", "load_packed", 1, 1),  # rows not whole quads: a thread a row
+        ((4194304, 64), [1], "reduce_rows", "load_quads", 2, 1),  # 128 rows a workgroup
+        ((1048576, 3), [1], "reduce_rows", "load_quads", 1, 1),  # rows not whole quads: 4 rows (3 quads) a thread
         ((8, 16777216), [0], "reduce_columns", "load_quads", 1, 1),
         ((1048576, 3), [0], "reduce_thread", "load_packed", 1, 16384),  # 3 columns: not a quad
         ((64, 128, 4096), [0, 2], "reduce_segments", "load_quads", 256, 8),  # multi-axis, quads per row, 128 a lane
@@ -136,10 +136,10 @@ def test_hardmax_plans_clear_the_output():
 
 def test_batched_walk_and_skip_test_where_threads_walk_many_quads():
     rows = argmax_plan((4096, 65536), [1])  # 64 quads a thread
-    assert (rows.batch, rows.skip_test) == (1, True)
-    short = argmax_plan((4096, 2048), [1])  # 4 quads a thread: batched, nothing to skip
-    assert (short.batch, short.skip_test) == (1, False)
-    assert argmax_plan((64, 128, 4096), [0, 2]).batch == 1  # multi-axis quads: the odometer
+    assert (rows.batch, rows.skip_test) == (2, True)
+    short = argmax_plan((4096, 1024), [1], tuning=Tuning(loads_per_thread=4))  # 4 quads a thread: nothing to skip
+    assert (short.batch, short.skip_test) == (2, False)
+    assert argmax_plan((64, 128, 4096), [0, 2]).batch == 2  # multi-axis quads: the odometer
     assert argmax_plan((4096, 65536), [1], tuning=Tuning(batch=4)).batch == 4
     assert argmax_plan((1048576, 3), [1]).batch == 0  # no quads: the element walk
     assert argmax_plan((65536, 4096), [0]).batch == 0  # other kernels walk their own way
@@ -154,10 +154,11 @@ def test_batched_walk_and_skip_test_where_threads_walk_many_quads():
         ((16777216, 8), "FLOAT32", None, (1, 1)),  # 2 quads a row, a row a thread (rows_block_loads)
         ((33554432, 3), "FLOAT32", None, (1, 4)),  # 4 rows make 3 quads
         ((1000, 3), "INT8", None, (1, 16)),  # 16 rows make 3 quads
-        ((1000, 13), "FLOAT32", None, None),  # 4 rows make 13 quads: too many for a thread
+        ((1000, 13), "FLOAT32", None, (1, 4)),  # 4 rows make 13 quads: a thread's, within twice loads_per_thread
+        ((1000, 17), "FLOAT32", None, None),  # 4 rows make 17 quads: too many for a thread
         ((1000, 16), "FLOAT32", None, (1, 1)),
-        ((4194304, 64), "FLOAT32", None, (4, 1)),  # 16 quads a row: 4 threads a row
-        ((1048576, 256), "FLOAT32", None, (16, 1)),
+        ((4194304, 64), "FLOAT32", None, (2, 1)),  # 16 quads a row: 2 threads a row
+        ((1048576, 256), "FLOAT32", None, (8, 1)),
         ((1000, 257), "FLOAT32", None, None),  # beyond rows_max_bytes
         ((1000, 8), "FLOAT32", (12, 1), None),  # padded rows are not one run
         ((1000, 8), "INT64", None, None),
@@ -167,9 +168,10 @@ def test_short_packed_rows_go_to_reduce_rows(sizes, data_type, strides, blocks):
     blocks_of_rows = Tuning(rows_whole_quads=False)
     p = argmax_plan(sizes, [1], strides=strides, data_type=data_type, tuning=blocks_of_rows)
     assert ((p.segment, p.block_rows) if p.kernel == "reduce_rows" else None) == blocks
-    default = argmax_plan(sizes, [1], strides=strides, data_type=data_type)
+    whole_only = argmax_plan(sizes, [1], strides=strides, data_type=data_type, tuning=Tuning(rows_whole_quads=True))
     whole = blocks is not None and sizes[1] * np.dtype(data_type.lower()).itemsize % 16 == 0
-    assert (default.kernel == "reduce_rows") == whole  # by default, rows of whole quads only
+    assert (whole_only.kernel == "reduce_rows") == whole
+    assert argmax_plan(sizes, [1], strides=strides, data_type=data_type) == p  # blocks of rows: the default
     if blocks:
         assert p.row_width == sizes[1] and p.split == 1 and p.loader == "load_quads"
         assert p.grid[0] <= Tuning().rows_groups
@@ -178,11 +180,30 @@ def test_short_packed_rows_go_to_reduce_rows(sizes, data_type, strides, blocks):
 
 
 def test_columns_take_two_quads_where_a_kept_row_holds_pairs_of_them_and_the_reduction_is_split():
-    cols = argmax_plan((65536, 4096), [0])
+    two = Tuning(columns_quads=2)
+    cols = argmax_plan((65536, 4096), [0], tuning=two)
     assert (cols.column_quads, cols.column_skip, cols.column_interleave, cols.split) == (2, False, True, 256)
-    assert argmax_plan((64, 12), [0]).column_quads == 1  # 3 quads a row
-    tall = argmax_plan((8, 16777216), [0])  # unsplit: a quad a thread
+    assert argmax_plan((64, 12), [0], tuning=two).column_quads == 1  # 3 quads a row
+    tall = argmax_plan((8, 16777216), [0], tuning=two)  # unsplit: a quad a thread
     assert (tall.column_quads, tall.split) == (1, 1)
-    one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_quads=1, columns_skip=True, columns_interleave=False))
-    assert (one.column_quads, one.column_skip, one.column_interleave, one.split) == (1, True, False, 256)
-    assert argmax_plan((4096, 65536), [1]).column_quads == 1 and not argmax_plan((4096, 65536), [1]).column_skip
+    one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_skip=True, columns_interleave=False, columns_unroll=2))
+    assert (one.column_quads, one.column_skip, one.column_interleave, one.column_unroll, one.split) == (1, True, False, 2, 256)
+    assert argmax_plan((65536, 4096), [0]).column_quads == 1  # the default
+    rows = argmax_plan((4096, 65536), [1], tuning=Tuning(columns_unroll=2))
+    assert (rows.column_quads, rows.column_skip, rows.column_unroll) == (1, False, 1)  # not a columns plan
+
+
+def test_marked_loops_are_written_out_with_constant_indices():
+    from dmlgpu.wgsl import UNROLL_MAX, shader_sources, template, unroll
+
+    loop = "for (var k = 0u; k < N; k++) { // unroll\n    a[k] = b[k];\n}\n"
+    assert unroll(loop, {"N": 2}) == "{ const k = 0u;\n    a[k] = b[k];\n}{ const k = 1u;\n    a[k] = b[k];\n}\n"
+    assert unroll(loop, {}) == loop  # an unknown bound (unroll off) stays a loop
+    assert unroll(loop, {"N": UNROLL_MAX + 1}) == loop
+    with pytest.raises(ValueError, match="breaks or continues"):
+        unroll(loop.replace("a[k] = b[k];", "if (k > 0u) { continue; }"), {"N": 2})
+    cols = argmax_plan((65536, 4096), [0])
+    first = shader_sources(cols)[0]
+    assert "// unroll" not in first and "const u = 1u;" in first  # COL_UNROLL rows, written out
+    off = shader_sources(argmax_plan((65536, 4096), [0], tuning=Tuning(unroll=False)))[0]
+    assert off.count("// unroll") == template("reduce_columns").count("// unroll") and "const u = " not in off
