@@ -51,7 +51,7 @@ from .desc import (
 from .errors import DescriptorError
 from .runner import READ_THREADS
 from .types import DataType
-from .wgsl import template
+from .wgsl import template, unroll
 
 OPS = ("argmax", "argmin", "hardmax")
 
@@ -73,6 +73,8 @@ VARIANT_BUDGET_S = 2.0
 #: Timed rounds per case; the variants take turns within each round.
 ROUNDS = 5
 
+#: copy_ceiling.wgsl's UNROLL: each thread's loads in flight (its loops are written out for it).
+COPY_CEILING_UNROLL = 4
 #: The ceiling kernels' workgroup size (their WG constant) and grid.
 CEILING_WG = 256
 CEILING_MAX_GROUPS = 4096
@@ -197,7 +199,8 @@ class Ceiling:
         vec4s = nbytes // 16
         groups = max(1, min(math.ceil(vec4s / (CEILING_WG * CEILING_LOADS_PER_THREAD)), CEILING_MAX_GROUPS))
         self.grid = (groups, 1, 1)
-        self.pipeline = runner.pipeline(template(f"{kind}_ceiling"))
+        text = f"const UNROLL: u32 = {COPY_CEILING_UNROLL}u;\n" + template(f"{kind}_ceiling")
+        self.pipeline = runner.pipeline(unroll(text, {"UNROLL": COPY_CEILING_UNROLL}))
         self.params = runner.uniform(np.array([vec4s, 0, 0, 0], np.uint32))
         dst_bytes = groups * CEILING_WG * 4 if kind == "read" else vec4s * 16
         self.dst = runner.storage(dst_bytes)
