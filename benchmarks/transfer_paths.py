@@ -11,7 +11,8 @@ beside the fastest one measured here (the bound), not beside an estimate:
 - a ring of reused MAP_WRITE staging buffers, filled by 1 or several threads while the GPU
   copies the previous chunk (chunk sizes and ring depths as listed);
 - read-back through a ring of reused MAP_READ staging buffers into a fresh and into a
-  reused NumPy array;
+  reused NumPy array, and the host's copy out of one mapped MAP_READ buffer alone (is the
+  memory wgpu maps for reading as fast to read as the host's own?);
 - torch's pageable and pinned host-to-device copies where torch with CUDA is importable.
 
 Each line gives the median of three runs after one untimed run, in GB/s.
@@ -168,8 +169,23 @@ def main() -> None:
         for threads in (1, 8):
             report(f"MAP_READ ring {depth} x {chunk // MIB} MiB, {threads} threads, reused array",
                    timed(lambda c=chunk, d=depth, t=threads: p.read_ring(c, d, t, reused)))
-        report(f"MAP_READ ring {depth} x {chunk // MIB} MiB, 8 threads, fresh array",
-               timed(lambda c=chunk, d=depth: p.read_ring(c, d, 8, None)))
+        for threads in (8, 16):
+            report(f"MAP_READ ring {depth} x {chunk // MIB} MiB, {threads} threads, fresh array",
+                   timed(lambda c=chunk, d=depth, t=threads: p.read_ring(c, d, t, None)))
+    chunk = min(n, 64 * MIB)
+    staging = p.device.create_buffer(size=chunk, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+    staging.map_sync(wgpu.MapMode.READ)
+    mapped = np.frombuffer(staging.read_mapped(copy=False), np.uint8)
+    for threads in (1, 8, 16):  # the same n bytes, a chunk at a time out of one mapped buffer
+        report(f"copy out of a mapped MAP_READ buffer ({chunk // MIB} MiB), {threads} threads",
+               timed(lambda t=threads, m=mapped: [parallel_copy(p.pool, host[o:o + chunk], m, t)
+                                        for o in range(0, n - chunk + 1, chunk)]))
+        report(f"host memcpy of the same chunks, {threads} threads",
+               timed(lambda t=threads: [parallel_copy(p.pool, host[o:o + chunk], p.src[:chunk], t)
+                                        for o in range(0, n - chunk + 1, chunk)]))
+    del mapped
+    staging.unmap()
+    staging.destroy()
     assert np.array_equal(p.read_ring(64 * MIB, 2, 8, None), p.src), "read-back differs from what was uploaded"
     try:
         import torch
