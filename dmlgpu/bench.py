@@ -200,7 +200,7 @@ class Ceiling:
         groups = max(1, min(math.ceil(vec4s / (CEILING_WG * CEILING_LOADS_PER_THREAD)), CEILING_MAX_GROUPS))
         self.grid = (groups, 1, 1)
         text = f"const UNROLL: u32 = {COPY_CEILING_UNROLL}u;\n" + template(f"{kind}_ceiling")
-        self.pipeline = runner.pipeline(unroll(text, {"UNROLL": COPY_CEILING_UNROLL}))
+        self.pipeline = runner.pipeline(unroll(text))
         self.params = runner.uniform(np.array([vec4s, 0, 0, 0], np.uint32))
         dst_bytes = groups * CEILING_WG * 4 if kind == "read" else vec4s * 16
         self.dst = runner.storage(dst_bytes)

@@ -101,21 +101,28 @@ def shader_sources(plan: Plan) -> list[str]:
             parts[-1:-1] = cooperation
         if parts[-1] == "reduce_segments":
             parts[-1:-1] = ["walk_batched" if plan.batch else "walk_strided"]
-    known = {**consts, **_derived(consts)} if plan.unroll else {}
-    return [unroll(header + "\n\n" + "\n".join(template(p) for p in parts), known) for parts in passes]
+    texts = [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
+    return [unroll(text) for text in texts] if plan.unroll else texts
 
 
-def _derived(consts: dict) -> dict:
-    """Values of the templates' derived constants that bound loops marked ``// unroll``."""
-    if "BITS" not in consts:
-        return {}
-    per_word = 32 // consts["BITS"]
-    per_quad = 4 * per_word
-    derived = {"PER_WORD": per_word, "PER_QUAD": per_quad, "COL_OUTPUTS": consts["COLQ"] * per_quad}
-    if consts["ROWS"]:
-        block = consts["ROWS"] * consts["ROW"] // per_quad
-        derived.update(BLOCK_QUADS=block, LANE_QUADS=-(-block // consts["SEG"]))
-    return derived
+_CONST = re.compile(r"^const (\w+)(?:: u32)? = ([^;]+);", re.MULTILINE)
+_INT = re.compile(r"\b(0x[0-9a-fA-F]+|\d+)u\b")
+
+
+def integer_constants(text: str) -> dict:
+    """The values of the shader's ``const`` declarations that are integer arithmetic (+ - * / %
+    and parentheses over literals and earlier such constants), in declaration order; others
+    (booleans, ``select``, shifts) are left out."""
+    values: dict = {}
+    for name, expr in _CONST.findall(text):
+        expr = _INT.sub(r"\1", expr).replace("/", "//")
+        if not re.fullmatch(r"[\w\s()+\-*/%]+", expr):
+            continue
+        try:
+            values[name] = int(eval(expr, {"__builtins__": {}}, dict(values)))  # noqa: S307 (checked above)
+        except (NameError, SyntaxError, ZeroDivisionError):
+            continue
+    return values
 
 
 _UNROLL = re.compile(r"for \(var (\w+) = 0u; \1 < (\w+); \1\+\+\) \{ // unroll\n")
@@ -123,15 +130,20 @@ _UNROLL = re.compile(r"for \(var (\w+) = 0u; \1 < (\w+); \1\+\+\) \{ // unroll\n
 UNROLL_MAX = 16
 
 
-def unroll(text: str, known: dict) -> str:
-    """Loops marked ``// unroll`` (``for (var k = 0u; k < N; k++) { // unroll``, N a constant),
-    written out as N blocks each with its own ``const k``: indices into a thread's arrays are
-    then constants, and the arrays can live in registers (a compiler that keeps a dynamically
-    indexed array in memory makes every access a load). Their bodies hold no break or continue."""
+def unroll(text: str) -> str:
+    """Loops marked ``// unroll`` (``for (var k = 0u; k < N; k++) { // unroll``, N a constant
+    the text declares), written out as N blocks each with its own ``const k``: indices into a
+    thread's arrays are then constants, and the arrays can live in registers (a compiler that
+    keeps a dynamically indexed array in memory makes every access a load). Their bodies hold
+    no break or continue."""
+    known = integer_constants(text)
     start = 0
     while (m := _UNROLL.search(text, start)) is not None:
         var, bound = m.groups()
-        trips = known.get(bound, UNROLL_MAX + 1)  # unknown bounds (unroll off) stay loops
+        trips = known.get(bound, UNROLL_MAX + 1)
+        if trips > UNROLL_MAX:
+            start = m.end()
+            continue
         opening = m.start() + m.group(0).rindex("{")
         depth, close = 0, opening
         for close in range(opening, len(text)):
@@ -139,9 +151,6 @@ def unroll(text: str, known: dict) -> str:
             if depth == 0:
                 break
         body = "\n" + text[m.end():close]  # without the marker
-        if trips > UNROLL_MAX:
-            start = m.end()
-            continue
         if re.search(r"\b(break|continue)\b", body):
             raise ValueError(f"a loop over {var} marked // unroll breaks or continues")
         copies = "".join(f"{{ const {var} = {k}u;{body}}}" for k in range(trips))

@@ -194,14 +194,17 @@ def test_columns_take_two_quads_where_a_kept_row_holds_pairs_of_them_and_the_red
 
 
 def test_marked_loops_are_written_out_with_constant_indices():
-    from dmlgpu.wgsl import UNROLL_MAX, shader_sources, template, unroll
+    from dmlgpu.wgsl import UNROLL_MAX, integer_constants, shader_sources, template, unroll
 
     loop = "for (var k = 0u; k < N; k++) { // unroll\n    a[k] = b[k];\n}\n"
-    assert unroll(loop, {"N": 2}) == "{ const k = 0u;\n    a[k] = b[k];\n}{ const k = 1u;\n    a[k] = b[k];\n}\n"
-    assert unroll(loop, {}) == loop  # an unknown bound (unroll off) stays a loop
-    assert unroll(loop, {"N": UNROLL_MAX + 1}) == loop
+    two = "const N: u32 = 4u / 2u;\n"
+    assert unroll(two + loop) == two + "{ const k = 0u;\n    a[k] = b[k];\n}{ const k = 1u;\n    a[k] = b[k];\n}\n"
+    assert unroll(loop) == loop  # an undeclared bound stays a loop
+    many = f"const N = {UNROLL_MAX + 1}u;\n"
+    assert unroll(many + loop) == many + loop
     with pytest.raises(ValueError, match="breaks or continues"):
-        unroll(loop.replace("a[k] = b[k];", "if (k > 0u) { continue; }"), {"N": 2})
+        unroll(two + loop.replace("a[k] = b[k];", "if (k > 0u) { continue; }"))
+    assert integer_constants("const A = 0x10u;\nconst B: u32 = (A + 2u) / 4u % 3u;\nconst C = select(1u, 2u, true);") == {"A": 16, "B": 1}
     cols = argmax_plan((65536, 4096), [0])
     first = shader_sources(cols)[0]
     assert "// unroll" not in first and "const u = 1u;" in first  # COL_UNROLL rows, written out
