@@ -49,7 +49,7 @@ from .desc import (
     lower,
 )
 from .errors import DescriptorError
-from .runner import READ_THREADS
+from .runner import READ_THREADS, copy_in_parts
 from .types import DataType
 from .wgsl import template, unroll
 
@@ -760,9 +760,7 @@ def _fill_new(source: np.ndarray, pool) -> np.ndarray:
     """A new array filled from ``source`` in host memory, in parts on ``pool``'s threads: its
     page faults and copy, which bound a read-back into a new array on this host."""
     out = np.empty_like(source)
-    step = ((-(-source.nbytes // pool._max_workers)) + 63) & ~63
-    for part in [pool.submit(np.copyto, out[a:a + step], source[a:a + step]) for a in range(0, source.nbytes, step)]:
-        part.result()
+    copy_in_parts(pool, out, source, READ_THREADS_BOUND)  # split as the runner's reads are
     return out
 
 

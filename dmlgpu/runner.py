@@ -196,6 +196,14 @@ def choose_adapter(name: str | None = None):
     return matches[0]
 
 
+def copy_in_parts(pool, dst: np.ndarray, src: np.ndarray, parts: int) -> None:
+    """dst[:] = src (bytes) in ``parts`` slices of whole 64-byte lines, on ``pool``'s threads
+    (NumPy lets go of the GIL while it copies)."""
+    step = ((-(-src.nbytes // parts)) + 63) & ~63
+    for part in [pool.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, src.nbytes, step)]:
+        part.result()
+
+
 # ----------------------------------------------------------------------------- Ctrl-C
 
 _holding: list = []  # an entry while the main thread holds Ctrl-C back
@@ -1021,10 +1029,7 @@ class Runner:
         if copier is None or threads < 2 or src.nbytes < self.parallel_copy_above:
             np.copyto(dst, src)
             return
-        step = ((-(-src.nbytes // threads)) + 63) & ~63
-        parts = [copier.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, src.nbytes, step)]
-        for part in parts:
-            part.result()
+        copy_in_parts(copier, dst, src, threads)
 
     def upload(self, buffer, raw: np.ndarray, offset: int = 0, on_chunk=None) -> None:
         """Stream the bytes ``raw`` into ``buffer`` (see ``_upload``), Ctrl-C held back meanwhile."""
