@@ -1,8 +1,9 @@
 // The copy ceiling: how fast this stack can read a buffer and write the same bytes to
 // another, to measure HARDMAX (which reads its input and writes an output as large) against.
 // Grid-stride loop, 16-byte loads and stores, UNROLL of each a thread a step (all loads
-// first, written out so that the array lives in registers), so that enough is in flight. Standalone: it declares its own bindings on the
-// runner's layout and is not composed with common.wgsl.
+// first, written out so that the array lives in registers), so that enough is in flight.
+// Standalone: it declares its own bindings on the runner's layout and is not composed with
+// common.wgsl.
 
 struct Params {
     // x: length to copy in vec4<u32> (16-byte units); y, z, w: unused
