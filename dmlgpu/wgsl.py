@@ -73,6 +73,7 @@ def shader_sources(plan: Plan) -> list[str]:
         "SEG": plan.segment,
         "ROW": plan.row_width,
         "ROWS": plan.block_rows,
+        "ROW_STAGE": plan.row_stage,
         "REMAP": plan.remaps_index,
         "ONE_CHUNK": plan.split == 1,
         "BATCH": plan.batch,

@@ -25,14 +25,14 @@ fn quad_keys(words: vec4<u32>, p: u32) -> vec4<u32> {
 // it (the first for INCREASING, the last for DECREASING).
 fn fold_words(words: vec4<u32>, r: u32, best: ptr<function, Pair>) {
     var top = 0u;  // no key is below 0
-    for (var p = 0u; p < PER_WORD; p++) {
+    for (var p = 0u; p < PER_WORD; p++) { // unroll
         let k = quad_keys(words, p);
         top = max(top, max(max(k.x, k.y), max(k.z, k.w)));
     }
     if (!later_wins(*best, top)) {
         return;
     }
-    for (var i = 0u; i < PER_QUAD; i++) {
+    for (var i = 0u; i < PER_QUAD; i++) { // unroll
         let j = select(PER_QUAD - 1u - i, i, INCREASING);
         if (key_of_bits(quad_bits(words, j)) == top) {
             *best = Pair(top, r + j);

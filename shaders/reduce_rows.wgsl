@@ -1,14 +1,23 @@
 // Short contiguous rows (a few quads each), read in blocks of ROWS consecutive rows: a block
 // is BLOCK_QUADS whole 16-byte quads even where a row is not (rows of 3 FLOAT32: 4 rows, 3
 // quads). SEG threads take a block, each loading its quads lane + i * SEG all at once (loads
-// in flight); with SEG = 1 a thread keys every element of its rows where it lies (ROW is a
-// constant, so every position is), with SEG > 1 (one row a block) each thread folds its quads
-// and the segment merges (tree_*.wgsl). Workgroups stride over tiles of WG / SEG blocks, so
-// no row costs a division. The plan chose ROW, ROWS and SEG, and checked that the rows are
-// packed and the first is aligned to a quad. Constants: WG, SEG, ROW, ROWS.
+// in flight). With SEG = 1 a thread keys every element of its rows where it lies: element e
+// of the block is part e % PER_QUAD of quad e / PER_QUAD and element e % ROW of row e / ROW,
+// constants once the loops are written out. With SEG > 1 (one row a block) each thread
+// folds its quads and the segment merges (tree_*.wgsl). Workgroups stride over tiles of
+// WG / SEG blocks, so no row costs a division. The plan chose ROW, ROWS and SEG, and checked
+// that the rows are packed and the first is aligned to a quad.
+// ROW_STAGE (SEG = 1): a tile's results go through workgroup memory, so that consecutive
+// threads store consecutive rows.
+// Constants: WG, SEG, ROW, ROWS, ROW_STAGE.
 
 const BLOCK_QUADS: u32 = ROWS * ROW / PER_QUAD;
 const LANE_QUADS: u32 = (BLOCK_QUADS + SEG - 1u) / SEG;
+// A thread's own quads with SEG = 1, else 0 (so that the loop over them stays unwritten).
+const SOLO_QUADS: u32 = BLOCK_QUADS * (1u / SEG);
+const STAGED_ROWS: u32 = select(1u, WG * ROWS, ROW_STAGE);
+
+var<workgroup> staged: array<Pair, STAGED_ROWS>;
 
 @compute @workgroup_size(WG)
 fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
@@ -28,27 +37,46 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
                 words[i] = src[first_quad + block * BLOCK_QUADS + i * SEG + lane];
             }
         }
-        for (var u = 0u; u < ROWS; u++) { // unroll
-            var best = walk_start(0u);
-            if (SEG == 1u) {
-                for (var j = 0u; j < ROW; j++) {
-                    let e = u * ROW + j;
-                    let k = key_of_bits(quad_bits(words[e / PER_QUAD], e % PER_QUAD));
+        var best = walk_start(0u);
+        if (SEG == 1u) {
+            for (var q = 0u; q < SOLO_QUADS; q++) { // unroll
+                for (var p = 0u; p < PER_QUAD; p++) { // unroll
+                    let e = q * PER_QUAD + p;
+                    let j = e % ROW;
+                    if (j == 0u) {
+                        best = walk_start(0u);
+                    }
+                    let k = key_of_bits(quad_bits(words[q], p));
                     if (later_wins(best, k)) {
                         best = Pair(k, j);
                     }
-                }
-            } else {
-                for (var i = 0u; i < LANE_QUADS; i++) { // unroll
-                    if (i * SEG + lane < BLOCK_QUADS) {
-                        fold_words(words[i], (i * SEG + lane) * PER_QUAD, &best);
+                    let row = block * ROWS + e / ROW;
+                    if (ROW_STAGE && j == ROW - 1u) {
+                        staged[inv.lid * ROWS + e / ROW] = best;
+                    } else if (j == ROW - 1u && wanted < blocks && row < rows) {
+                        store_result(row, kept_offsets(row).y, best);
                     }
                 }
-                best = segment_best(inv, best, SEG);
             }
-            let row = block * ROWS + u;
-            if (lane == 0u && wanted < blocks && row < rows) {
-                store_result(row, kept_offsets(row).y, best);
+            if (ROW_STAGE) {
+                workgroupBarrier();
+                for (var u = 0u; u < ROWS; u++) { // unroll
+                    let row = tile * WG * ROWS + u * WG + inv.lid;
+                    if (row < rows) {
+                        store_result(row, kept_offsets(row).y, staged[u * WG + inv.lid]);
+                    }
+                }
+                workgroupBarrier();
+            }
+        } else {
+            for (var i = 0u; i < LANE_QUADS; i++) { // unroll
+                if (i * SEG + lane < BLOCK_QUADS) {
+                    fold_words(words[i], (i * SEG + lane) * PER_QUAD, &best);
+                }
+            }
+            best = segment_best(inv, best, SEG);
+            if (lane == 0u && wanted < blocks) {
+                store_result(block, kept_offsets(block).y, best);
             }
         }
     }

@@ -864,6 +864,7 @@ def test_short_rows_in_blocks(rows_device, data_type, width, blocks):
         x[5] = np.nan
     compiled = rows_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[1]))
     assert (compiled.plan.kernel, (compiled.plan.segment, compiled.plan.block_rows)) == ("reduce_rows", blocks)
+    assert compiled.plan.row_stage == (blocks[1] > 1)  # workgroups of 32: every block of rows fits
     ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
     for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
         if op == "hardmax" and direction == "decreasing":
@@ -873,6 +874,21 @@ def test_short_rows_in_blocks(rows_device, data_type, width, blocks):
             kwargs.update(axis_direction=direction, output_data_type=INDEX_TYPES[i % 4])
         assert_same(*run_both(op, x, 1, rows_device, **kwargs))
 
+
+
+@pytest.mark.parametrize("data_type, staged", [(DataType.FLOAT32, True), (DataType.FLOAT16, False), (DataType.INT8, False)],
+                         ids=lambda v: getattr(v, "name", str(v)))
+def test_short_rows_in_workgroups_of_256(device, data_type, staged):
+    """The default workgroups: rows of 3 FLOAT32 (4 a thread) store through workgroup memory,
+    FLOAT16 and INT8 (8 and 16 a thread) would not fit and each thread stores its own; a
+    ragged last tile either way."""
+    x = tie_values(data_type, (256 * 4 * 3 + 7, 3), np.random.default_rng(data_type.size), pool_size=3)
+    plan = device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[1])).plan
+    assert (plan.kernel, plan.workgroup_size, plan.row_stage) == ("reduce_rows", 256, staged) and plan.block_rows > 1
+    for op, direction in itertools.product(["argmax", "argmin"], ["increasing", "decreasing"]):
+        assert_same(*run_both(op, x, 1, device, axis_direction=direction))
+    if data_type.is_float:
+        assert_same(*run_both("hardmax", x, 1, device))
 
 
 def test_short_rows_write_nothing_past_the_last(rows_device):
@@ -951,21 +967,24 @@ def test_racing_split_leaves_its_words_ready_for_the_next_call(race_device):
 # --- columns: neighbouring quads a thread, and the skip test per part (reduce_columns) --
 
 
-COLUMN_TUNINGS = {  # columns_quads, columns_skip, columns_interleave, columns_unroll
-    "2-quads-skip": (2, True, False, 1), "1-quad-skip": (1, True, False, 1), "2-quads": (2, False, False, 1),
-    "1-quad-interleaved": (1, False, True, 1), "2-quads-skip-interleaved": (2, True, True, 1),
-    "1-quad-interleaved-unroll3": (1, False, True, 3), "2-quads-skip-unroll2": (2, True, False, 2),
+COLUMN_TUNINGS = {  # columns_quads, columns_skip, columns_interleave, columns_unroll, race (where the adapter can)
+    "2-quads-skip": (2, True, False, 1, True), "1-quad-skip": (1, True, False, 1, True),
+    "2-quads": (2, False, False, 1, True), "1-quad-interleaved": (1, False, True, 1, True),
+    "2-quads-skip-interleaved": (2, True, True, 1, True), "1-quad-interleaved-unroll3": (1, False, True, 3, True),
+    "2-quads-skip-unroll2": (2, True, False, 2, True), "1-quad-unroll2-merge-pass": (1, False, True, 2, False),
 }
 
 
 @pytest.fixture(scope="module", params=list(COLUMN_TUNINGS))
 def columns_device(request):
-    """Chunks of 40 rows and a last one of 21: unrolled walks end on ragged steps."""
+    """Chunks of 40 rows and a last one of 21: unrolled walks end on ragged steps; the chunks
+    race to merge (store_race.wgsl) or leave their pairs to a merge pass."""
     from dmlgpu.plan import Tuning
 
-    quads, skip, interleave, unroll = COLUMN_TUNINGS[request.param]
+    quads, skip, interleave, unroll, race = COLUMN_TUNINGS[request.param]
     return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_threads=64, min_chunk_thread=40, columns_quads=quads,
-                                       columns_skip=skip, columns_interleave=interleave, columns_unroll=unroll))
+                                       columns_skip=skip, columns_interleave=interleave, columns_unroll=unroll,
+                                       race_max_chunks=4096 if race else 0))
 
 
 @pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
@@ -979,6 +998,7 @@ def test_columns_with_skip_test(columns_device, data_type):
     plan = columns_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[0])).plan
     assert plan.kernel == "reduce_columns" and plan.split > 1
     tuning = columns_device.tuning
+    assert plan.race == (tuning.race_max_chunks > 0 and columns_device.runner.capabilities.int64_atomics)
     assert (plan.column_quads, plan.column_skip, plan.column_interleave, plan.column_unroll) == (
         tuning.columns_quads, tuning.columns_skip, tuning.columns_interleave, tuning.columns_unroll)
     ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])

@@ -52,9 +52,9 @@ def test_kept_dims_put_smallest_input_stride_innermost():
     "sizes, axes, kernel, loader, segment, split",
     [
         ((4096, 65536), [1], "reduce_segments", "load_quads", 256, 1),  # long rows: a workgroup each
-        ((1, 151936), [1], "reduce_segments", "load_quads", 256, 148),  # one long row: a quad a thread
-        ((2**28,), [0], "reduce_segments", "load_quads", 256, 4096),  # all axes: split
-        ((65536, 4096), [0], "reduce_columns", "load_quads", 1, 256),  # outer axis: columns, split
+        ((1, 151936), [1], "reduce_segments", "load_quads", 128, 295),  # one long row: a quad a thread, workgroups of 128
+        ((2**28,), [0], "reduce_segments", "load_quads", 128, 4096),  # all axes: split
+        ((65536, 4096), [0], "reduce_columns", "load_quads", 1, 128),  # outer axis: columns, split
         ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1, 1),  # middle axis
         ((16777216, 8), [1], "reduce_rows", "load_quads", 1, 1),  # many tiny rows: two a thread
         ((4194304, 64), [1], "reduce_rows", "load_quads", 2, 1),  # 128 rows a workgroup
@@ -90,14 +90,14 @@ def test_merge_kernel_follows_the_number_of_chunks_and_outputs():
     assert many_outputs.merge_grid == (4, 1, 1)
     few = argmax_plan((64, 151936), [1], tuning=Tuning(merge_workgroup_below=0, race_max_chunks=0))
     assert few.split == 4 and few.merge_kernel == "merge_partials"  # several rows: at least 128 a lane
-    assert argmax_plan((1, 151936), [1]).split == 148  # one row: 4 a lane, every SM busy
+    assert argmax_plan((1, 151936), [1]).split == 295  # one row: 4 a lane, every SM busy
     assert argmax_plan((4096, 65536), [1]).merge_kernel is None
 
 
 def test_a_split_races_in_one_dispatch_where_the_adapter_has_64_bit_atomics():
     atomics = dataclasses.replace(CAPS, int64_atomics=True)
     one = argmax_plan((1, 151936), [1], caps=atomics)
-    assert one.race and one.split == 148 and one.merge_kernel is None and one.partial_bytes == 0
+    assert one.race and one.split == 295 and one.merge_kernel is None and one.partial_bytes == 0
     assert one.race_bytes == 16
     assert argmax_plan((64, 151936), [1], caps=atomics, data_type="FLOAT16").race  # 64 rows of 4 chunks
     assert not argmax_plan((1, 151936), [1]).race  # no atomics: a merge pass
@@ -106,6 +106,17 @@ def test_a_split_races_in_one_dispatch_where_the_adapter_has_64_bit_atomics():
     assert not argmax_plan((1, 151936), [1], caps=atomics, data_type="INT64").race  # 64-bit keys
     assert not argmax_plan((1, 151936), [1], caps=atomics, tuning=Tuning(race_max_chunks=0)).race
     assert not argmax_plan((4096, 65536), [1], caps=atomics).race  # nothing to merge
+    cols = argmax_plan((65536, 4096), [0], caps=atomics)  # columns race too
+    assert cols.kernel == "reduce_columns" and cols.race and cols.merge_kernel is None
+    assert not argmax_plan((65536, 4096), [0], caps=atomics, tuning=Tuning(race_max_chunks=0)).race
+    assert not argmax_plan((1048576, 3), [0], caps=atomics).race  # reduce_thread keeps its merge pass
+
+
+def test_one_output_over_contiguous_elements_takes_smaller_workgroups():
+    assert argmax_plan((1, 151936), [1]).workgroup_size == 128
+    assert argmax_plan((1, 151936), [1], tuning=Tuning(single_output_workgroup_size=256)).workgroup_size == 256
+    assert argmax_plan((2, 151936), [1]).workgroup_size == 256  # two outputs
+    assert argmax_plan((151936, 1), [0]).workgroup_size == 128  # one output, however it is written
 
 
 def test_quads_over_several_reduced_dims_need_whole_quad_rows():
@@ -179,15 +190,24 @@ def test_short_packed_rows_go_to_reduce_rows(sizes, data_type, strides, blocks):
     assert off.kernel != "reduce_rows" and off.row_width == 0
 
 
+def test_short_rows_of_several_a_thread_store_through_workgroup_memory_where_it_fits():
+    assert argmax_plan((1048576, 3), [1]).row_stage  # 4 rows a thread
+    assert not argmax_plan((16777216, 8), [1]).row_stage  # a row a thread stores next to its neighbours already
+    half = argmax_plan((1024, 3), [1], data_type="FLOAT16")  # 8 rows a thread: 256 x 9 pairs exceed 16 KiB
+    assert half.block_rows == 8 and not half.row_stage
+    assert argmax_plan((1024, 3), [1], data_type="FLOAT16", tuning=Tuning(workgroup_size=128)).row_stage
+    assert not argmax_plan((4194304, 64), [1]).row_stage  # a row over two threads
+
+
 def test_columns_take_two_quads_where_a_kept_row_holds_pairs_of_them_and_the_reduction_is_split():
     two = Tuning(columns_quads=2)
     cols = argmax_plan((65536, 4096), [0], tuning=two)
-    assert (cols.column_quads, cols.column_skip, cols.column_interleave, cols.split) == (2, False, True, 256)
+    assert (cols.column_quads, cols.column_skip, cols.column_interleave, cols.split) == (2, False, True, 128)
     assert argmax_plan((64, 12), [0], tuning=two).column_quads == 1  # 3 quads a row
     tall = argmax_plan((8, 16777216), [0], tuning=two)  # unsplit: a quad a thread
     assert (tall.column_quads, tall.split) == (1, 1)
     one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_skip=True, columns_interleave=False, columns_unroll=2))
-    assert (one.column_quads, one.column_skip, one.column_interleave, one.column_unroll, one.split) == (1, True, False, 2, 256)
+    assert (one.column_quads, one.column_skip, one.column_interleave, one.column_unroll, one.split) == (1, True, False, 2, 128)
     assert argmax_plan((65536, 4096), [0]).column_quads == 1  # the default
     rows = argmax_plan((4096, 65536), [1], tuning=Tuning(columns_unroll=2))
     assert (rows.column_quads, rows.column_skip, rows.column_unroll) == (1, False, 1)  # not a columns plan
@@ -209,4 +229,5 @@ def test_marked_loops_are_written_out_with_constant_indices():
     first = shader_sources(cols)[0]
     assert "// unroll" not in first and "const u = 1u;" in first  # COL_UNROLL rows, written out
     off = shader_sources(argmax_plan((65536, 4096), [0], tuning=Tuning(unroll=False)))[0]
-    assert off.count("// unroll") == template("reduce_columns").count("// unroll") and "const u = " not in off
+    marked = sum(template(name).count("// unroll") for name in ("load_quads", "reduce_columns"))
+    assert off.count("// unroll") == marked and "const u = " not in off
