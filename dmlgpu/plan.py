@@ -101,6 +101,10 @@ class Tuning:
     #: being as many rows as make about this many quads (rows of 8 FLOAT32, 2 quads: one row
     #: a thread with 2 or 1, two rows with 4: 1720 / 1718 / 1327 GB/s on the H100).
     rows_block_loads: int = 2
+    #: reduce_rows with several rows a thread (their results stored through workgroup memory)
+    #: takes workgroups of at most this many threads: rows of 3 FLOAT32 on the H100, 2151 GB/s
+    #: with 128 against 2034 with 256 (interleaved), and 128 leaves room to stage 8 rows a thread.
+    several_rows_workgroup_size: int = 128
     #: Loops marked ``// unroll`` in the templates are written out (wgsl.unroll; off: loops).
     unroll: bool = True
     #: An experiment, never a default: keys are the elements' raw bits (answers are wrong), so
@@ -390,6 +394,8 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     if blocks:  # short packed rows
         kernel = "reduce_rows"
         segment, block_rows = blocks
+        if block_rows > 1:
+            wg = min(wg, tuning.several_rows_workgroup_size)
         split, chunk = 1, count
         groups = math.ceil(math.ceil(outputs / block_rows) / (wg // segment))
         groups = min(groups, tuning.rows_groups) if tuning.rows_groups else groups

@@ -14,9 +14,9 @@ fn key_of_bits4(b: vec4<u32>) -> vec4<u32> {
         return b;
     }
     let magnitude = b & vec4<u32>(F_ABS);
-    // Negative numbers reverse their order; -0.0 takes +0.0's key (they tie).
-    let negative = ((b & vec4<u32>(F_SIGN)) != vec4<u32>(0u)) & (magnitude != vec4<u32>(0u));
-    var k = select(magnitude | vec4<u32>(F_SIGN), vec4<u32>(F_SIGN - 1u) - magnitude, negative);
+    // Negative numbers (patterns above the sign bit alone) reverse their order; -0.0 is the
+    // sign bit alone and takes +0.0's key (they tie). b holds no bits above the format's.
+    var k = select(magnitude | vec4<u32>(F_SIGN), vec4<u32>(F_SIGN - 1u) - magnitude, b > vec4<u32>(F_SIGN));
     if (MINIMIZE) {
         k = ~k;
     }

@@ -193,9 +193,13 @@ def test_short_packed_rows_go_to_reduce_rows(sizes, data_type, strides, blocks):
 def test_short_rows_of_several_a_thread_store_through_workgroup_memory_where_it_fits():
     assert argmax_plan((1048576, 3), [1]).row_stage  # 4 rows a thread
     assert not argmax_plan((16777216, 8), [1]).row_stage  # a row a thread stores next to its neighbours already
-    half = argmax_plan((1024, 3), [1], data_type="FLOAT16")  # 8 rows a thread: 256 x 9 pairs exceed 16 KiB
+    assert argmax_plan((1048576, 3), [1]).workgroup_size == 128  # several rows a thread
+    assert argmax_plan((16777216, 8), [1]).workgroup_size == 256
+    wide = Tuning(several_rows_workgroup_size=256)
+    half = argmax_plan((1024, 3), [1], data_type="FLOAT16", tuning=wide)  # 8 rows a thread: 256 x 9 pairs exceed 16 KiB
     assert half.block_rows == 8 and not half.row_stage
-    assert argmax_plan((1024, 3), [1], data_type="FLOAT16", tuning=Tuning(workgroup_size=128)).row_stage
+    assert argmax_plan((1024, 3), [1], data_type="FLOAT16").row_stage  # in workgroups of 128 they fit
+    assert not argmax_plan((1024, 3), [1], data_type="INT8").row_stage  # 16 rows a thread: 128 x 17 pairs do not
     assert not argmax_plan((4194304, 64), [1]).row_stage  # a row over two threads
 
 
