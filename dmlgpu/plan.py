@@ -36,15 +36,16 @@ class Tuning:
     loads_per_thread: int = 8
     #: Split reductions until this many workgroups (segments kernel) or threads (thread
     #: kernel) are in flight, but not into chunks shorter than the minimum. A single long row
-    #: (1, 151936) is split into chunks of a few elements a lane: about 150 workgroups of a
-    #: quad a thread, enough for every SM (8.9 us on the H100, against 23.8 in 18 chunks of
-    #: 32 a lane); several rows keep chunks of 128 a lane (interleaved on the H100, elements
+    #: (1, 151936) is split into chunks of a few elements a lane: about 300 workgroups of 128
+    #: threads, a quad a thread, enough for every SM (7.5 us on the H100, against 23.8 in 18
+    #: chunks of 32 a lane); several rows keep chunks of 128 a lane (interleaved on the H100, elements
     #: a lane 32 / 64 / 128 / 256 / 512: (64, 151936) FLOAT16 35.2 / 27.4 / 25.1 / 32.8 /
     #: 43.8 us, where each output's chunks race; (64, 256, 4096) over {0, 2} 1832 / 1829 /
     #: 2004 / 1880 / 1981 GB/s).
     target_workgroups: int = 4096
     min_chunk_per_lane: int = 128
     min_chunk_per_lane_single: int = 4
+    #: (Columns: 2^17 threads against 2^18, racing, on the H100: cols 2880 / 2811 GB/s.)
     target_threads: int = 2**17
     min_chunk_thread: int = 64
     #: Splits into more chunks than this merge with a workgroup per output, and so do splits
@@ -52,10 +53,11 @@ class Tuning:
     #: GPU idle while it reads its chunks' pairs one after another).
     merge_workgroup_above: int = 64
     merge_workgroup_below: int = 256
-    #: A segments split of at most this many chunks runs in one dispatch where the adapter has
-    #: 64-bit atomics: its work items race to merge their pairs and the last of an output's
-    #: stores the winner (0: always a merge pass). all_1gib (4096 chunks) on the H100: 2575
-    #: GB/s racing against 2482 with a merge pass; 256 and 16384 otherwise alike (interleaved).
+    #: A segments or columns split of at most this many chunks runs in one dispatch where the
+    #: adapter has 64-bit atomics: its work items race to merge their pairs and the last of an
+    #: output's stores the winner (0: always a merge pass). On the H100, interleaved: all_1gib
+    #: (4096 chunks) 2575 GB/s racing against 2482 with a merge pass, 256 and 16384 otherwise
+    #: alike; cols (128 chunks) 2880 against 2769.
     race_max_chunks: int = 4096
     #: Merge within subgroups with shuffles where the adapter has them (off: the tree alone).
     subgroups: bool = True
