@@ -49,7 +49,7 @@ from .desc import (
     lower,
 )
 from .errors import DescriptorError
-from .runner import READ_THREADS, copy_in_parts
+from .runner import copy_in_parts
 from .types import DataType
 from .wgsl import template, unroll
 
@@ -655,11 +655,11 @@ class Bench:
         resident = self.device.upload(x)
         out = op(resident, case.axes, device=self.device)
         calls["read_back"] = out.numpy
-        fill = None
+        fill, fill_threads = None, self.runner.copy_threads[False]  # as many threads as the runner's reads
         if case.op == "hardmax":  # the read-back's bound: a new array filled from host memory
-            fill = concurrent.futures.ThreadPoolExecutor(READ_THREADS_BOUND)
+            fill = concurrent.futures.ThreadPoolExecutor(fill_threads)
             source = x.reshape(-1).view(np.uint8)
-            calls["host_fill"] = lambda: _fill_new(source, fill)
+            calls["host_fill"] = lambda: _fill_new(source, fill, fill_threads)
         try:
             for fn in calls.values():  # untimed once: compiles, allocates, warms the paths
                 fn()
@@ -682,7 +682,8 @@ class Bench:
                       gbps=x.nbytes / medians["ours"] / 1e9,
                       upload_gbps=x.nbytes / medians["upload"] / 1e9,
                       read_back_gbps=want.nbytes / medians["read_back"] / 1e9,
-                      **({"host_fill_gbps": x.nbytes / medians["host_fill"] / 1e9} if fill is not None else {}),
+                      **({"host_fill_gbps": x.nbytes / medians["host_fill"] / 1e9, "host_fill_threads": fill_threads}
+                         if fill is not None else {}),
                       x_numpy=medians["numpy"] / medians["ours"])
         if "torch_pageable" in medians:
             result.update(torch_pageable_s=medians["torch_pageable"],
@@ -752,15 +753,12 @@ def header(peers: list) -> str:
     return cols
 
 
-#: Threads that fill a new array in the read-back's bound: as many as the runner's reads use.
-READ_THREADS_BOUND = min(READ_THREADS, os.cpu_count() or 1)
-
-
-def _fill_new(source: np.ndarray, pool) -> np.ndarray:
-    """A new array filled from ``source`` in host memory, in parts on ``pool``'s threads: its
-    page faults and copy, which bound a read-back into a new array on this host."""
+def _fill_new(source: np.ndarray, pool, parts: int) -> np.ndarray:
+    """A new array filled from ``source`` in host memory, in ``parts`` on ``pool``'s threads
+    (split as the runner's reads are): its page faults and copy, which bound a read-back into
+    a new array on this host."""
     out = np.empty_like(source)
-    copy_in_parts(pool, out, source, READ_THREADS_BOUND)  # split as the runner's reads are
+    copy_in_parts(pool, out, source, parts)
     return out
 
 
@@ -777,7 +775,7 @@ def line(result: dict, peers: list) -> str:
         text += f"; upload {_fmt_gbps(result['upload_gbps'])} GB/s"
         if result["op"] == "hardmax":  # an output as large as the input comes back
             text += (f", read-back {_fmt_gbps(result['read_back_gbps'])} GB/s (a new array filled from host memory"
-                     f" on {READ_THREADS_BOUND} threads: {_fmt_gbps(result['host_fill_gbps'])} GB/s)")
+                     f" on {result['host_fill_threads']} threads: {_fmt_gbps(result['host_fill_gbps'])} GB/s)")
     elif result["kind"] == "loop":
         text = (f"{head} {result['calls']} resident calls back to back: {_fmt_time(result['wall_per_call_s'])} a call, "
                 f"GPU time {_fmt_time(result['gpu_s'])}: {result['pct_of_gpu_rate']:.0f}% of the rate it allows")
