@@ -24,7 +24,7 @@ from .desc import TensorDesc, lower
 from .errors import DataError, GPUMemoryError
 from .pieces import Schedule, buffer_spans, schedule
 from .plan import Plan, Tuning
-from .runner import Runner, adapter_summary, interrupts_held
+from .runner import Runner, Steps, adapter_summary, interrupts_held
 from .types import DEFAULT_FEATURE_LEVEL, FeatureLevel, NanMode
 from .wgsl import params_words, shader_sources
 
@@ -35,6 +35,9 @@ KEPT_OPERATORS = 64
 #: NumPy inputs larger than this many staging chunks are reduced piece by piece while the
 #: next piece is still crossing the bus (``pieces.schedule`` with one chunk per binding).
 STREAM_PIECES_ABOVE_CHUNKS = 2
+#: NumPy inputs up to this size run through a kit of the operator's own (``CompiledOperator._small``):
+#: each thread making such calls at once keeps one, with a copy of the input on the GPU.
+HOT_CALL_MAX = 4 << 20
 
 
 class LruCache(OrderedDict):
@@ -228,6 +231,15 @@ class _Program:
                 setattr(self, kept, None)
 
 
+@dataclasses.dataclass
+class _Kit:
+    """A small call's tensors and the runner's kit bound to them (``CompiledOperator._small``)."""
+
+    source: Tensor
+    result: Tensor
+    call: object
+
+
 class CompiledOperator:
     """An operator descriptor compiled for one device: reusable, with its plan and pipelines."""
 
@@ -246,6 +258,10 @@ class CompiledOperator:
         self.sources: list[str] = self._program.sources
         self._streamed_program: _Program | None = None
         self._own_layouts = LruCache(16)  # array layouts checked to be the input descriptor's
+        # Kits of small NumPy calls (``_small``), one taken by each thread while it runs one;
+        # False once known to have none.
+        self._kits: list = []
+        self._hot: bool | None = None
 
     def _clear(self, output: Tensor):
         return output._buffers if self.plan.clears_output else None
@@ -294,8 +310,20 @@ class CompiledOperator:
         return data
 
     def _small(self, data: np.ndarray) -> np.ndarray:
-        """Upload, passes and read-back in one submit, on buffers from the runner's pool (the
-        same ones again on the next call, so that their bind groups are found cached)."""
+        """Upload, passes and read-back in one submit: on the native path through a kit of
+        this operator's (``Runner.hot_call``: buffers, staging and bind groups made once,
+        the call one sequence in C), else on buffers from the runner's pool (the same ones
+        again on the next call, so that their bind groups are found cached)."""
+        if data.nbytes <= HOT_CALL_MAX and self._hot is not False:
+            try:
+                kit = self._kits.pop()
+            except IndexError:
+                kit = self._new_kit()
+            if kit is not None:
+                out = np.empty(self.output_desc.sizes, self.output_desc.data_type.numpy)
+                self.device.runner.run_hot(kit.call, data, out.reshape(-1).view(np.uint8))
+                self._kits.append(kit)  # not given back after a failure: dropped with it
+                return out
         source, result = self.device.empty(self.input_desc), None
         try:
             result = self.device.empty(self.output_desc)
@@ -306,6 +334,27 @@ class CompiledOperator:
             source.release()
             if result is not None:
                 result.release()
+
+    def _new_kit(self):
+        """A kit for ``_small``'s hot call, or None where there is none (the public path, an
+        output that is not one packed buffer, an input in several buffers)."""
+        runner = self.device.runner
+        caps = runner.capabilities
+        if self.output_desc.strides is not None or any(len(buffer_spans(d, caps)) > 1
+                                                       for d in (self.input_desc, self.output_desc)):
+            self._hot = False
+            return None
+        source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
+        steps = Steps(s for piece in self._program._bind(source, result) for s in piece)
+        call = runner.hot_call(steps, source._buffers[0], self.input_desc.total_tensor_size_in_bytes,
+                               result._buffers[0], self.output_desc.total_tensor_size_in_bytes,
+                               self.plan.clears_output)
+        if call is None:
+            self._hot = False
+            source.release()
+            result.release()
+            return None
+        return _Kit(source, result, call)
 
     def _streamed(self, data: np.ndarray) -> np.ndarray:
         """Upload through the staging ring, recording each piece as soon as the bytes it reads

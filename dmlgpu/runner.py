@@ -257,13 +257,13 @@ _NO_QUERY = 0xFFFFFFFF  # WGPU_QUERY_SET_INDEX_UNDEFINED
 
 
 class _Map:
-    """One map of a staging buffer: started under the runner's lock, waited for outside it."""
+    """One map of a staging buffer on the public path: started under the runner's lock,
+    waited for outside it."""
 
-    __slots__ = ("buffer", "size", "done", "failed", "promise")
+    __slots__ = ("buffer", "size", "done", "promise")
 
     def __init__(self, buffer, size: int, done: bool = False):
-        self.buffer, self.size = buffer, size
-        self.done, self.failed, self.promise = done, False, None
+        self.buffer, self.size, self.done, self.promise = buffer, size, done, None
 
 
 class _Public:
@@ -274,15 +274,32 @@ class _Public:
     def __init__(self, device):
         self.device = device
 
+    def new_map(self, buffer, size: int, done: bool = False) -> _Map:
+        return _Map(buffer, size, done)
+
     def encoder(self):
         return _PublicEncoder(self.device)
 
-    def submit(self, command_buffers: list) -> None:
-        self.device.queue.submit(command_buffers)
+    def submit(self, encoders: list, read=None):
+        """Finish the encoders and submit them; ``read`` = (src, offset, map of a MAP_READ
+        staging buffer): a copy of ``map.size`` bytes into it is recorded last and its map
+        started after the submit. Returns the ticket ``wait`` takes."""
+        if read is not None:
+            src, offset, m = read
+            if not encoders:
+                encoders = [self.encoder()]
+            encoders[-1].copy(src, offset, m.buffer, 0, m.size)
+        buffers = []
+        try:
+            for encoder in encoders:
+                buffers.append(encoder.finish())
+        finally:
+            for encoder in encoders:
+                encoder.drop()
+        self.device.queue.submit(buffers)
+        if read is not None:
+            self.start_map(read[2], write=False)
         return None
-
-    def discard(self, command_buffers: list) -> None:
-        """Command buffers finished but never to be submitted (wgpu-py releases them)."""
 
     def start_map(self, m: _Map, write: bool) -> None:
         m.promise = m.buffer.map_async(wgpu.MapMode.WRITE if write else wgpu.MapMode.READ, 0, m.size)
@@ -302,6 +319,21 @@ class _Public:
     def unmap(self, m: _Map) -> None:
         m.buffer.unmap()
 
+    def fill(self, m: _Map, raw: np.ndarray) -> None:
+        """Copy ``raw`` into the mapped buffer (zeros after it), and unmap it."""
+        view = self.mapped(m)
+        view[:raw.nbytes] = raw
+        view[raw.nbytes:] = 0
+        del view
+        self.unmap(m)
+
+    def drain(self, m: _Map, out: np.ndarray) -> None:
+        """Copy the first ``out.nbytes`` bytes of the mapped buffer into ``out``, and unmap it."""
+        view = self.mapped(m)
+        out[...] = view[:out.nbytes]
+        del view
+        self.unmap(m)
+
 
 class _PublicEncoder:
     def __init__(self, device):
@@ -313,6 +345,13 @@ class _PublicEncoder:
         compute.set_bind_group(0, bind_group)
         compute.dispatch_workgroups(*grid)
         compute.end()
+
+    def record(self, clear, steps) -> None:
+        """``clear`` zeroed, then the steps (pipeline, bind group, grid)."""
+        for buffer in clear or ():
+            self.clear(buffer)
+        for pipeline, bind_group, grid in steps:
+            self.dispatch(pipeline, bind_group, grid)
 
     def stamp(self, queries, index: int) -> None:
         """An empty pass that writes timestamp ``index`` when it begins."""
@@ -335,35 +374,185 @@ class _PublicEncoder:
         self.enc = None
 
 
-class _Native:
-    """The same, straight to wgpu-native through the ``ffi`` / ``lib`` wgpu-py exports.
+# ----------------------------------------------------------------------------- the hot path in C
 
-    ``libf`` (wgpu-py's wrappers, which raise wgpu's errors) is used where an error can
-    come back (finish, submit, writes, maps); the recording calls in between use ``lib``:
-    an error there invalidates the encoder, and ``finish`` reports it.
+#: What runner.py declares of ``_hot.c`` (see that file); the table of wgpu-native functions
+#: is an array of pointers here, a struct of them there (the same layout).
+_HOT_FUNCTIONS = (
+    "wgpuDeviceCreateCommandEncoder", "wgpuCommandEncoderBeginComputePass", "wgpuComputePassEncoderSetPipeline",
+    "wgpuComputePassEncoderSetBindGroup", "wgpuComputePassEncoderDispatchWorkgroups", "wgpuComputePassEncoderEnd",
+    "wgpuComputePassEncoderRelease", "wgpuCommandEncoderClearBuffer", "wgpuCommandEncoderCopyBufferToBuffer",
+    "wgpuCommandEncoderFinish", "wgpuCommandEncoderRelease", "wgpuQueueSubmitForIndex", "wgpuCommandBufferRelease",
+    "wgpuBufferMapAsync", "wgpuDevicePoll", "wgpuBufferGetMappedRange", "wgpuBufferUnmap",
+)
+_HOT_CDEF = f"""
+typedef struct {{ int word; }} DmlState;
+typedef struct {{ void *pipeline, *group; uint32_t x, y, z; }} DmlStep;
+typedef struct {{
+    void *device, *queue;
+    void *wstaging; DmlState *wstate; void *input; uint64_t in_size;
+    void *clear; uint64_t clear_size;
+    const DmlStep *steps; size_t n_steps;
+    void *output; uint64_t out_offset; void *rstaging; DmlState *rstate; uint64_t out_size;
+    uint64_t ticket;
+}} DmlCall;
+typedef struct {{
+    void *fn[{len(_HOT_FUNCTIONS)}];
+    uint32_t callback_mode, map_success; uint64_t map_read, map_write;
+    const void *encoder_descriptor, *pass_descriptor, *buffer_descriptor;
+}} DmlFns;
+size_t dml_layout(int which);
+DmlState *dml_state_new(int landed);
+int dml_state(const DmlState *s);
+void dml_state_drop(DmlState *s);
+void dml_map(const DmlFns *f, void *buffer, int write, size_t size, DmlState *s);
+int dml_wait(const DmlFns *f, void *device, const DmlState *s, double spin_s, double idle_timeout_s,
+             const uint64_t *ticket);
+void *dml_record(const DmlFns *f, void *device, void *encoder, void *clear, uint64_t clear_size,
+                 const DmlStep *steps, size_t n_steps);
+void dml_finish(const DmlFns *f, void **encoders, size_t count);
+void dml_release(const DmlFns *f, void **buffers, size_t count);
+uint64_t dml_submit(const DmlFns *f, void *queue, void **buffers, size_t count);
+int dml_fill(const DmlFns *f, void *buffer, size_t size, const void *data, size_t nbytes);
+int dml_drain(const DmlFns *f, void *buffer, size_t size, void *out, size_t nbytes);
+size_t dml_record_call(const DmlFns *f, const DmlCall *c, void **pending, size_t n_pending);
+void dml_submit_call(const DmlFns *f, DmlCall *c, void **buffers, size_t count);
+"""
+_hot_loaded: list = []  # [(ffi, lib)] once loaded, [None, reason] once it failed
+
+
+def hot_cache_dir() -> str:
+    """Where the compiled hot path is kept: ``DMLGPU_CACHE``, else the user's cache folder."""
+    base = os.environ.get("DMLGPU_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "dmlgpu")
+    return base
+
+
+def _compile_hot() -> str:
+    """The path of ``_hot.c`` compiled into a shared library (once per source text and
+    compiler: the file's name holds their hash); raises RuntimeError saying why not."""
+    import hashlib
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from importlib import resources
+
+    source = resources.files("dmlgpu").joinpath("_hot.c").read_bytes()
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not compiler or sys.platform == "win32":
+        raise RuntimeError("no C compiler was found to build the native path's hot loop (set CC, or install cc)")
+    key = hashlib.sha256(source + compiler.encode() + sys.platform.encode()).hexdigest()[:16]
+    folder = hot_cache_dir()
+    target = os.path.join(folder, f"hot-{key}.so")
+    if os.path.exists(target):
+        return target
+    os.makedirs(folder, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as work:
+        src = os.path.join(work, "_hot.c")
+        with open(src, "wb") as f:
+            f.write(source)
+        built = os.path.join(work, "hot.so")
+        done = subprocess.run([compiler, "-O2", "-std=c11", "-shared", "-fPIC", "-o", built, src],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{compiler} could not build the native path's hot loop: {done.stderr.strip()[-500:]}")
+        os.replace(built, target)  # atomic: another process may be building it too
+    return target
+
+
+def hot_library():
+    """(ffi, lib) of the compiled hot path, loaded once; raises RuntimeError saying why not."""
+    if not _hot_loaded:
+        import cffi
+        from wgpu.backends.wgpu_native._api import ffi as wffi
+
+        try:
+            path = _compile_hot()
+            ffi = cffi.FFI()
+            ffi.cdef(_HOT_CDEF)
+            lib = ffi.dlopen(path)
+            # the structs passed to wgpu-native by value must be laid out as its own header says
+            ours = [lib.dml_layout(i) for i in range(4)]
+            theirs = [wffi.sizeof("WGPUBufferMapCallbackInfo"), wffi.offsetof("WGPUBufferMapCallbackInfo", "callback"),
+                      wffi.sizeof("WGPUStringView"), wffi.sizeof("WGPUFuture")]
+            if ours != theirs:
+                raise RuntimeError(f"_hot.c's structs {ours} do not match wgpu-native's {theirs}")
+            _hot_loaded[:] = [(ffi, lib)]
+        except (OSError, RuntimeError) as err:
+            _hot_loaded[:] = [None, str(err)]
+    if _hot_loaded[0] is None:
+        raise RuntimeError(_hot_loaded[1])
+    return _hot_loaded[0]
+
+
+class _NativeMap:
+    """One map of a staging buffer on the native path: its outcome lands in a C ``DmlState``
+    (``_hot.c``), which outlives this object if the map is still pending when it goes."""
+
+    __slots__ = ("buffer", "size", "state", "_drop")
+
+    def __init__(self, hot, buffer, size: int, done: bool = False):
+        self.buffer, self.size = buffer, size
+        self.state = hot.dml_state_new(done)
+        if not self.state:
+            raise MemoryError("no memory for a map state")
+        self._drop = hot.dml_state_drop
+
+    def __del__(self):
+        self._drop(self.state)
+
+
+class _Native:
+    """The same, straight to wgpu-native through the ``ffi`` / ``lib`` wgpu-py exports, the
+    small call's sequence in C (``_hot.c``), the calling thread polling the device.
+
+    Errors wgpu-native reports while a C function runs come to wgpu-py's error handler on
+    this thread; ``_checked`` and ``_finish`` collect them as wgpu-py's ``libf`` wrappers do, and raise.
     """
 
     name = "native"
 
     def __init__(self, device):
-        from wgpu.backends.wgpu_native._api import ffi, lib, libf
+        from wgpu.backends.wgpu_native import _api
+        from wgpu.backends.wgpu_native._helpers import ERROR_TYPES
 
-        self.ffi, self.lib, self.libf = ffi, lib, libf
+        self.hot_ffi, self.hot = hot_library()
+        self.null = self.hot_ffi.NULL
+        ffi, lib = _api.ffi, _api.lib
+        self.ffi, self.lib, self.libf = ffi, lib, _api.libf
+        self.errors, self.error_types = _api.error_handler, ERROR_TYPES
         self.device, self.handle, self.queue = device, device._internal, device.queue._internal
         self.pass_desc = ffi.new("WGPUComputePassDescriptor *")
         self.encoder_desc = ffi.new("WGPUCommandEncoderDescriptor *")
         self.buffer_desc = ffi.new("WGPUCommandBufferDescriptor *")
+        fns = self.fns = self.hot_ffi.new("DmlFns *")
+        for i, name in enumerate(_HOT_FUNCTIONS):
+            fns.fn[i] = self.ptr(getattr(lib, name))
+        fns.callback_mode, fns.map_success = lib.WGPUCallbackMode_AllowProcessEvents, lib.WGPUMapAsyncStatus_Success
+        fns.map_read, fns.map_write = lib.WGPUMapMode_Read, lib.WGPUMapMode_Write
+        fns.encoder_descriptor, fns.pass_descriptor, fns.buffer_descriptor = (
+            self.ptr(self.encoder_desc), self.ptr(self.pass_desc), self.ptr(self.buffer_desc))
+        self.c_device, self.c_queue = self.ptr(self.handle), self.ptr(self.queue)
         self.spin_s = 0.0  # how long a wait polls without blocking first (Runner sets it)
-        self.waiting: dict[int, _Map] = {}  # maps whose callback has not fired, by id
-        waiting = self.waiting  # the callback holds the dict, not self: no reference cycle
 
-        @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
-        def on_mapped(status, message, userdata1, userdata2):
-            m = waiting.pop(int(ffi.cast("uintptr_t", userdata1)), None)
-            if m is not None:
-                m.failed, m.done = status != lib.WGPUMapAsyncStatus_Success, True
+    def ptr(self, cdata):
+        """A handle of wgpu-py's ffi as a ``void *`` of ours."""
+        return self.hot_ffi.cast("void *", int(self.ffi.cast("uintptr_t", cdata)))
 
-        self.on_mapped = on_mapped  # kept alive as long as this object
+    def _checked(self, name: str, fn, *args):
+        """``fn(*args)``, raising the error wgpu-native reported meanwhile (as ``libf`` does)."""
+        self.errors.capture(name)
+        try:
+            result = fn(*args)
+        finally:
+            error = self.errors.release(name)
+        if error is not None:
+            raise self.error_types.get(error[0], wgpu.GPUError)(error[1])
+        return result
+
+    def new_map(self, buffer, size: int, done: bool = False) -> _NativeMap:
+        return _NativeMap(self.hot, buffer, size, done)
 
     def encoder(self):
         return _NativeEncoder(self)
@@ -377,76 +566,81 @@ class _Native:
         desc.timestampWrites = stamps
         return desc, stamps
 
-    def submit(self, command_buffers: list):
-        array = self.ffi.new("WGPUCommandBuffer[]", command_buffers)
+    def submit(self, encoders: list, read=None):
+        """As ``_Public.submit``, through ``_hot.c``; the ticket is the submission's index."""
+        c = self.hot_ffi.new("DmlCall *")
+        if read is None:
+            handles = self.hot_ffi.new("void *[]", [self.ptr(e.take()) for e in encoders])
+            self._finish(handles, self.hot.dml_finish, handles, len(encoders))
+            c.ticket = self.hot.dml_submit(self.fns, self.c_queue, handles, len(encoders))
+        else:
+            src, offset, m = read
+            c.device, c.queue, c.output, c.out_offset = self.c_device, self.c_queue, self.ptr(src._internal), offset
+            c.rstaging, c.rstate, c.out_size = self.ptr(m.buffer._internal), m.state, m.size
+            self.call(c, encoders)
+        return self.hot_ffi.new("uint64_t *", c.ticket)
+
+    def call(self, c, pending: list) -> None:
+        """The small call ``c`` (a ``DmlCall``) after the ``pending`` encoders, in one submit."""
+        handles = self.hot_ffi.new("void *[]", len(pending) + 1)
+        for i, e in enumerate(pending):
+            handles[i] = self.ptr(e.take())
+        count = self._finish(handles, self.hot.dml_record_call, c, handles, len(pending))
+        self.hot.dml_submit_call(self.fns, c, handles, count)
+
+    def _finish(self, handles, finish, *args) -> int:
+        """``finish(fns, *args)``, which finishes encoders into the command buffers ``handles``
+        and returns their number (or None: all of ``handles``). If wgpu-native reported an
+        error meanwhile, they are released and it is raised: a submit of them would abort
+        the process."""
+        self.errors.capture("finish")
         try:
-            index = self.libf.wgpuQueueSubmitForIndex(self.queue, len(command_buffers), array)
+            count = finish(self.fns, *args)
         finally:
-            for c in command_buffers:
-                self.lib.wgpuCommandBufferRelease(c)
-        return self.ffi.new("WGPUSubmissionIndex *", index)
+            error = self.errors.release("finish")
+        count = len(handles) if count is None else count
+        if error is not None:
+            self.hot.dml_release(self.fns, handles, count)
+            raise self.error_types.get(error[0], wgpu.GPUError)(error[1])
+        return count
 
-    def discard(self, command_buffers: list) -> None:
-        """Command buffers finished but never to be submitted."""
-        for c in command_buffers:
-            self.lib.wgpuCommandBufferRelease(c)
+    def start_map(self, m: _NativeMap, write: bool) -> None:
+        self._checked("map", self.hot.dml_map, self.fns, self.ptr(m.buffer._internal), write, m.size, m.state)
 
-    def start_map(self, m: _Map, write: bool) -> None:
-        lib, key = self.lib, id(m)
-        info = self.ffi.new("WGPUBufferMapCallbackInfo *")
-        info.mode, info.callback, info.userdata1 = lib.WGPUCallbackMode_AllowProcessEvents, self.on_mapped, \
-            self.ffi.cast("void *", key)
-        self.waiting[key] = m
-        try:
-            self.libf.wgpuBufferMapAsync(m.buffer._internal, lib.WGPUMapMode_Write if write else lib.WGPUMapMode_Read,
-                                         0, m.size, info[0])
-        except BaseException:
-            self.waiting.pop(key, None)
-            raise
-
-    def wait(self, m: _Map, ticket) -> None:
-        """Poll on this thread until the map has landed (another thread's poll may land it).
-
-        First without blocking, for up to ``spin_s``: on the H100 a blocking poll returned
-        30 us after the GPU was done (a dispatch and a 16-byte read-back: 92 us blocking, 60
-        spinning, interleaved), which is half of a small call. Work that runs longer than the
-        spin is waited for by blocking polls, which leave the core to others."""
-        lib, handle, null = self.lib, self.handle, self.ffi.NULL
-        if not m.done and self.spin_s > 0:
-            give_up = time.perf_counter() + self.spin_s
-            while not m.done:
-                lib.wgpuDevicePoll(handle, False, null)
-                if time.perf_counter() > give_up:
-                    break
-        idle_since = None
-        while not m.done:
-            idle = self.lib.wgpuDevicePoll(self.handle, True, ticket if ticket is not None else self.ffi.NULL)
-            if m.done or not idle:
-                continue
-            # The queue is empty but the callback has not come: another thread's poll may be
-            # about to fire it (it needs the GIL: let it run). Only a device that stays so
-            # for seconds is gone.
-            now = time.monotonic()
-            idle_since = idle_since or now
-            if now - idle_since > MAP_TIMEOUT_S:
-                self.waiting.pop(id(m), None)
-                raise DeviceLostError(f"a buffer map did not complete in {MAP_TIMEOUT_S} s on an idle queue; "
-                                      "the device is lost")
-            time.sleep(0)
-        if m.failed:
+    def wait(self, m: _NativeMap, ticket) -> None:
+        """Poll on this thread until the map has landed (``dml_wait``): first without blocking,
+        for up to ``spin_s`` (on the H100 a blocking poll returned 30 us after the GPU was
+        done: a dispatch and a 16-byte read-back took 92 us blocking, 60 spinning), then
+        blocking, which leaves the core to others. Another thread's poll may land it."""
+        landed = self.hot.dml_wait(self.fns, self.c_device, m.state, self.spin_s, MAP_TIMEOUT_S,
+                                   self.null if ticket is None else ticket)
+        if landed == -1:
+            raise DeviceLostError(f"a buffer map did not complete in {MAP_TIMEOUT_S} s on an idle queue; "
+                                  "the device is lost")
+        if landed != 1:
             raise DeviceLostError("a buffer map failed; the device is lost or the buffer was destroyed")
 
     def write_buffer(self, buffer, offset: int, raw: np.ndarray) -> None:
         self.libf.wgpuQueueWriteBuffer(self.queue, buffer._internal, offset, self.ffi.from_buffer(raw), raw.nbytes)
 
-    def mapped(self, m: _Map) -> np.ndarray:
+    def mapped(self, m: _NativeMap) -> np.ndarray:
         pointer = self.lib.wgpuBufferGetMappedRange(m.buffer._internal, 0, m.size)
         if pointer == self.ffi.NULL:
             raise DeviceLostError("a mapped buffer has no memory; the device is lost")
         return np.frombuffer(self.ffi.buffer(pointer, m.size), np.uint8)
 
-    def unmap(self, m: _Map) -> None:
+    def unmap(self, m: _NativeMap) -> None:
         self.lib.wgpuBufferUnmap(m.buffer._internal)
+
+    def fill(self, m: _NativeMap, raw: np.ndarray) -> None:
+        if self.hot.dml_fill(self.fns, self.ptr(m.buffer._internal), m.size, self.hot_ffi.from_buffer(raw),
+                             raw.nbytes):
+            raise DeviceLostError("a mapped buffer has no memory; the device is lost")
+
+    def drain(self, m: _NativeMap, out: np.ndarray) -> None:
+        if self.hot.dml_drain(self.fns, self.ptr(m.buffer._internal), m.size,
+                              self.hot_ffi.from_buffer(out, require_writable=True), out.nbytes):
+            raise DeviceLostError("a mapped buffer has no memory; the device is lost")
 
 
 class _NativeEncoder:
@@ -467,6 +661,18 @@ class _NativeEncoder:
         lib.wgpuComputePassEncoderEnd(compute)
         lib.wgpuComputePassEncoderRelease(compute)
 
+    def record(self, clear, steps) -> None:
+        """``clear`` zeroed, then the steps, in one call into ``_hot.c`` (a ``Steps`` list
+        keeps its C array for the next time)."""
+        n = self.n
+        clear = clear or ()
+        for buffer in clear[1:]:
+            self.clear(buffer)
+        array = steps_array(n, steps)
+        first = clear[0] if clear else None
+        n.hot.dml_record(n.fns, n.c_device, n.ptr(self.enc), n.null if first is None else n.ptr(first._internal),
+                         0 if first is None else first.size, array, len(steps))
+
     def stamp(self, queries, index: int) -> None:
         lib = self.n.lib
         desc, _stamps = self.n.timed_pass(queries, index, _NO_QUERY)
@@ -484,17 +690,41 @@ class _NativeEncoder:
     def resolve(self, queries, count: int, dst) -> None:
         self.n.lib.wgpuCommandEncoderResolveQuerySet(self.enc, queries._internal, 0, count, dst._internal, 0)
 
-    def finish(self):
+    def take(self):
+        """The encoder's handle, handed over (to be finished and released by ``_hot.c``)."""
         enc, self.enc = self.enc, None
-        try:
-            return self.n.libf.wgpuCommandEncoderFinish(enc, self.n.buffer_desc)
-        finally:
-            self.n.lib.wgpuCommandEncoderRelease(enc)
+        return enc
 
     def drop(self) -> None:
         if self.enc is not None:
             enc, self.enc = self.enc, None
             self.n.lib.wgpuCommandEncoderRelease(enc)
+
+
+class _HotCall:
+    """What ``Runner.hot_call`` makes: see there."""
+
+    __slots__ = ("steps", "array", "wmap", "rmap", "buffers", "c", "ticket")
+
+
+class Steps(list):
+    """A list of steps (pipeline, bind group, grid) that keeps its C form (``_hot.c``'s
+    ``DmlStep`` array) once made: callers that record the same steps again keep one."""
+
+    __slots__ = ("native",)
+
+
+def steps_array(n: _Native, steps):
+    """The ``DmlStep`` array of ``steps``, made once for a ``Steps`` list."""
+    array = getattr(steps, "native", None)
+    if array is None:
+        array = n.hot_ffi.new("DmlStep[]", len(steps))
+        for i, (pipeline, bind_group, grid) in enumerate(steps):
+            array[i].pipeline, array[i].group = n.ptr(pipeline._internal), n.ptr(bind_group._internal)
+            array[i].x, array[i].y, array[i].z = grid
+        if isinstance(steps, Steps):
+            steps.native = array
+    return array
 
 
 # ----------------------------------------------------------------------------- the runner
@@ -625,7 +855,10 @@ class Runner:
         if wanted == "native":
             reason = native_unsupported()
             if reason is None:
-                return _Native(self.device)
+                try:
+                    return _Native(self.device)
+                except RuntimeError as err:  # no hot loop: no compiler, or it does not match
+                    reason = str(err)
             warnings.warn(f"dmlgpu: {reason}; using wgpu-py's public objects (slower small calls)", stacklevel=3)
         return _Public(self.device)
 
@@ -843,18 +1076,22 @@ class Runner:
         """
         encoder = into or self.path.encoder()
         try:
-            queries, first = timestamps if timestamps is not None else (None, 0)
-            if clear and queries is not None:  # an empty pass, so that the clear is inside the timing
+            if timestamps is None:
+                encoder.record(clear, steps)
+                for copy in copies:
+                    encoder.copy(*copy)
+                return encoder
+            queries, first = timestamps
+            if clear:  # an empty pass, so that the clear is inside the timing
                 encoder.stamp(queries, first)
             for buffer in clear or ():
                 encoder.clear(buffer)
             for i, (pipeline, bind_group, grid) in enumerate(steps):
                 indices = {}
-                if queries is not None:
-                    if i == 0 and not clear:
-                        indices["beginning_of_pass_write_index"] = first
-                    if i == len(steps) - 1:
-                        indices["end_of_pass_write_index"] = first + 1
+                if i == 0 and not clear:
+                    indices["beginning_of_pass_write_index"] = first
+                if i == len(steps) - 1:
+                    indices["end_of_pass_write_index"] = first + 1
                 encoder.dispatch(pipeline, bind_group, grid, {"query_set": queries, **indices} if indices else None)
             for copy in copies:
                 encoder.copy(*copy)
@@ -885,45 +1122,36 @@ class Runner:
         if self._pending_bytes >= SUBMIT_EARLY_BYTES:
             self._submit()
 
-    def _submit(self, extra=()):
+    def _submit(self, extra=(), read=None):
         """Finish and submit the pending encoders (and ``extra``), with the queued writes
-        ahead of them; the submission's ticket, None where there was nothing to submit."""
+        ahead of them, and ``read`` = (src, offset, map of a MAP_READ staging buffer): its
+        copy recorded last and its map started (``path.submit``). The submission's ticket;
+        None where there was nothing to submit."""
         encoders, self._pending, self._pending_bytes = self._pending + list(extra), [], 0
         queued, self._queued = self._queued, False
         remap, self._remap = self._remap, []
-        if not encoders and not queued:
+        if not encoders and not queued and read is None:
             return None
-        buffers = []
         try:
-            for encoder in encoders:
-                buffers.append(encoder.finish())
-        except wgpu.GPUError as err:
-            self.path.discard(buffers)
-            raise self._gpu_error(err) from None
-        finally:
-            for encoder in encoders:
-                encoder.drop()
-        try:
-            ticket = self.path.submit(buffers)
+            ticket = self.path.submit(encoders, read)
         except wgpu.GPUError as err:
             for m in remap:
                 self._destroy(m.buffer)
             raise self._gpu_error(err) from None
-        for m in remap:  # mapped again: ready for the next write once the GPU has copied out
-            again = _Map(m.buffer, m.size)
+        finally:
+            for encoder in encoders:
+                encoder.drop()
+        self._remapped(remap)
+        return ticket
+
+    def _remapped(self, staged: list) -> None:
+        """Map the write staging buffers of ``staged`` maps again, after the submit that copies
+        out of them: ready for the next write once the GPU has copied out."""
+        for m in staged:
+            again = self.path.new_map(m.buffer, m.size)
             self.path.start_map(again, write=True)
             for old in self._writes.put(again):  # destroying one cancels its map
                 self._destroy(old.buffer)
-        return ticket
-
-    def _submit_copy(self, copy):
-        """Submit the pending work with one copy (src, src offset, dst, dst offset, size) after
-        it, recorded into the last pending encoder (one command buffer for a call's passes and
-        its read-back); the ticket."""
-        if not self._pending:
-            return self._submit([self._encode((), copies=[copy])])
-        self._encode((), copies=[copy], into=self._pending[-1])
-        return self._submit()
 
     def flush(self) -> None:
         """Submit the recorded work."""
@@ -971,17 +1199,13 @@ class Runner:
         kept_size = 1 << (size - 1).bit_length()  # size classes: few pools, at most 2x
         with self._lock:
             self.check()
-            m = self._writes.take(kept_size) or _Map(self._create(kept_size, _MAP_WRITE, mapped=True), kept_size,
-                                                     done=True)
+            m = self._writes.take(kept_size) or self.path.new_map(
+                self._create(kept_size, _MAP_WRITE, mapped=True), kept_size, done=True)
         with self._dropped_on_failure(m.buffer):
             self.path.wait(m, None)  # mapped again once the GPU has copied out of it
-            view = self.path.mapped(m)
-            view[:raw.nbytes] = raw
-            view[raw.nbytes:size] = 0
-            del view
+            self.path.fill(m, raw)
             with self._lock:
                 self.check()
-                self.path.unmap(m)
                 self._pending.append(self._encode((), copies=[(m.buffer, 0, buffer, offset, size)]))
                 self._remap.append(m)
                 self._count_pending(size)
@@ -998,6 +1222,60 @@ class Runner:
             if isinstance(err, wgpu.GPUError):
                 raise self._gpu_error(err) from None
             raise
+
+    # ------------------------------------------------------------------ small calls in one go
+
+    def hot_call(self, steps, input_buffer, in_nbytes: int, output_buffer, out_nbytes: int, clear: bool):
+        """A small NumPy-in, NumPy-out call's kit, made once and reused (``run_hot``): staging
+        for the upload and the read-back (each with its map) and the ``DmlCall`` holding every
+        handle. Kits are not shared: a thread takes one while it runs it. None on the public
+        path, which has no hot loop."""
+        if not isinstance(self.path, _Native):
+            return None
+        n = self.path
+        in_size, out_size = (in_nbytes + 3) & ~3, max(4, (out_nbytes + 3) & ~3)
+        kit = _HotCall()
+        kit.steps = steps  # the bind groups and pipelines the C struct points at stay alive
+        kit.array = steps_array(n, steps)
+        kit.wmap = n.new_map(self._create(in_size, _MAP_WRITE, mapped=True), in_size, done=True)
+        kit.rmap = n.new_map(self._create(out_size, _MAP_READ), out_size)
+        kit.buffers = (input_buffer, output_buffer)
+        c = kit.c = n.hot_ffi.new("DmlCall *")
+        c.device, c.queue = n.c_device, n.c_queue
+        c.wstaging, c.wstate, c.input, c.in_size = n.ptr(kit.wmap.buffer._internal), kit.wmap.state, \
+            n.ptr(input_buffer._internal), in_size
+        if clear:
+            c.clear, c.clear_size = n.ptr(output_buffer._internal), output_buffer.size
+        c.steps, c.n_steps = kit.array, len(steps)
+        c.output, c.out_offset = n.ptr(output_buffer._internal), 0
+        c.rstaging, c.rstate, c.out_size = n.ptr(kit.rmap.buffer._internal), kit.rmap.state, out_size
+        kit.ticket = n.hot_ffi.addressof(c, "ticket")
+        return kit
+
+    def run_hot(self, kit, data: np.ndarray, out: np.ndarray) -> None:
+        """Run the kit's call on the bytes ``data`` into the uint8 array ``out``: the bytes
+        copied into the upload staging (outside the lock: the kit is this thread's), then
+        under the lock the work recorded before it and the call submitted together
+        (``dml_call``), then the read-back waited for and copied out. A kit that fails must
+        not be run again (its staging may be mid-map)."""
+        n = self.path
+        self.check()
+        n.wait(kit.wmap, None)  # landed once the GPU copied out of it, in the call before
+        n.fill(kit.wmap, data)
+        with self._lock:
+            self.check()
+            if self._remap or self._queued:  # writes staged or queued before: submitted first, in order
+                self._submit()
+            pending, self._pending, self._pending_bytes = self._pending, [], 0
+            try:
+                n.call(kit.c, pending)
+            except wgpu.GPUError as err:
+                raise self._gpu_error(err) from None
+            finally:
+                for encoder in pending:
+                    encoder.drop()
+        n.wait(kit.rmap, kit.ticket)
+        n.drain(kit.rmap, out)
 
     # ------------------------------------------------------------------ large transfers
 
@@ -1054,7 +1332,7 @@ class Runner:
                 entry = ring[i % len(ring)]
                 staging, m = entry
                 if m is None:  # a new ring: map it for the first time
-                    m = _Map(staging, chunk)
+                    m = self.path.new_map(staging, chunk)
                     with self._lock:
                         self.path.start_map(m, write=True)
                 self.path.wait(m, None)  # mapped again once the GPU has copied out of it
@@ -1068,7 +1346,7 @@ class Runner:
                     entry[1] = None
                     copy = (staging, 0, buffer, offset + start, (size + 3) & ~3)
                     self._submit([self._encode((), copies=[copy])])
-                    entry[1] = _Map(staging, chunk)
+                    entry[1] = self.path.new_map(staging, chunk)
                     self.path.start_map(entry[1], write=True)
                     if on_chunk is not None:
                         on_chunk(start + size)
@@ -1093,10 +1371,9 @@ class Runner:
         with self._lock:
             self.check()
             staging = self._staging.take(size) or self._create(size, _MAP_READ)
-            m = _Map(staging, size)
+            m = self.path.new_map(staging, size)
             try:
-                ticket = self._submit_copy((buffer, offset, staging, 0, size))
-                self.path.start_map(m, write=False)
+                ticket = self._submit(read=(buffer, offset, m))
             except BaseException:
                 self._destroy(staging)
                 raise
@@ -1109,10 +1386,7 @@ class Runner:
         buffer: it may still be mid-map."""
         with self._dropped_on_failure(m.buffer):
             self.path.wait(m, ticket)
-            view = self.path.mapped(m)
-            out[...] = view[:out.nbytes]
-            del view
-            self.path.unmap(m)
+            self.path.drain(m, out)
         with self._lock:
             for old in self._staging.put(m.buffer) if self._lost is None else [m.buffer]:
                 self._destroy(old)
@@ -1130,10 +1404,8 @@ class Runner:
             size = min(chunk, out.nbytes - starts[i])
             with self._lock:
                 self.check()
-                copy = (buffer, offset + starts[i], entry[0], 0, (size + 3) & ~3)
-                tickets[i] = self._submit_copy(copy)
-                entry[1] = _Map(entry[0], chunk)
-                self.path.start_map(entry[1], write=False)
+                entry[1] = self.path.new_map(entry[0], (size + 3) & ~3)
+                tickets[i] = self._submit(read=(buffer, offset + starts[i], entry[1]))
 
         try:
             for i in range(min(len(ring), len(starts))):

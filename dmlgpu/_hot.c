@@ -1,0 +1,246 @@
+/* The runner's hot path in C: recording, submitting, mapping and waiting for a small call,
+ * straight to wgpu-native, with no Python between the calls.
+ *
+ * Plain C with no Python headers: runner.py compiles it on first use (``cc -shared``) into a
+ * cache folder and loads it with cffi's ``dlopen``; wgpu-native's functions come in as
+ * pointers (``DmlFns``, filled from the ``lib`` wgpu-py exports), so nothing here links
+ * against wgpu-native or depends on where it lives. The few structs passed by value mirror
+ * webgpu.h of the wgpu-native versions in ``runner.NATIVE_WGPU``; ``dml_layout`` reports
+ * their sizes so that the runner checks them against wgpu-py's own definitions at load time.
+ *
+ * Map states: wgpu-native calls ``on_mapped`` from whichever thread polls the device, so a
+ * map's outcome is written into a ``DmlState`` allocated here, which outlives the Python
+ * object that started the map: an owner that goes away while a map is pending marks the
+ * state orphaned and the callback frees it when it fires.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _WIN32
+#include <windows.h>
+#define DML_EXPORT __declspec(dllexport)
+static void dml_yield(void) { SwitchToThread(); }
+static double dml_now(void) {
+    LARGE_INTEGER f, c;
+    QueryPerformanceFrequency(&f);
+    QueryPerformanceCounter(&c);
+    return (double)c.QuadPart / (double)f.QuadPart;
+}
+#else
+#include <sched.h>
+#define DML_EXPORT __attribute__((visibility("default")))
+static void dml_yield(void) { sched_yield(); }
+static double dml_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+#endif
+
+typedef void *H; /* any wgpu-native handle */
+typedef struct { const char *data; size_t length; } StringView;
+typedef struct { uint64_t id; } Future;
+typedef void (*MapCallback)(uint32_t status, StringView message, void *userdata1, void *userdata2);
+typedef struct { void *next_in_chain; uint32_t mode; MapCallback callback; void *userdata1; void *userdata2; } MapInfo;
+
+typedef struct {
+    H (*create_encoder)(H device, const void *descriptor);
+    H (*begin_compute_pass)(H encoder, const void *descriptor);
+    void (*set_pipeline)(H pass, H pipeline);
+    void (*set_bind_group)(H pass, uint32_t index, H group, size_t offsets, const uint32_t *offset);
+    void (*dispatch)(H pass, uint32_t x, uint32_t y, uint32_t z);
+    void (*end_pass)(H pass);
+    void (*release_pass)(H pass);
+    void (*clear_buffer)(H encoder, H buffer, uint64_t offset, uint64_t size);
+    void (*copy_buffer)(H encoder, H src, uint64_t src_offset, H dst, uint64_t dst_offset, uint64_t size);
+    H (*finish)(H encoder, const void *descriptor);
+    void (*release_encoder)(H encoder);
+    uint64_t (*submit_for_index)(H queue, size_t count, const H *command_buffers);
+    void (*release_command_buffer)(H command_buffer);
+    Future (*map_async)(H buffer, uint64_t mode, size_t offset, size_t size, MapInfo info);
+    uint32_t (*poll)(H device, uint32_t wait, const uint64_t *submission);
+    void *(*mapped_range)(H buffer, size_t offset, size_t size);
+    void (*unmap)(H buffer);
+    /* constants of webgpu.h, from wgpu-py's lib */
+    uint32_t callback_mode;  /* WGPUCallbackMode_AllowProcessEvents */
+    uint32_t map_success;    /* WGPUMapAsyncStatus_Success */
+    uint64_t map_read, map_write;
+    /* descriptors wgpu-py's ffi made (all default: NULL chain, empty label) */
+    const void *encoder_descriptor, *pass_descriptor, *buffer_descriptor;
+} DmlFns;
+
+enum { PENDING = 0, LANDED = 1, FAILED = 2, ORPHANED = 3 };
+typedef struct { _Atomic int word; } DmlState;
+
+typedef struct { H pipeline, group; uint32_t x, y, z; } DmlStep;
+
+/* One small call: an optional upload (copied from the mapped MAP_WRITE buffer ``wstaging``
+ * into ``input``), an optional clear, the passes, and the read-back of ``out_size`` bytes of
+ * ``output`` into the MAP_READ buffer ``rstaging``. */
+typedef struct {
+    H device, queue;
+    H wstaging; DmlState *wstate; H input; uint64_t in_size;
+    H clear; uint64_t clear_size;
+    const DmlStep *steps; size_t n_steps;
+    H output; uint64_t out_offset; H rstaging; DmlState *rstate; uint64_t out_size;
+    uint64_t ticket; /* out: the submission to wait for */
+} DmlCall;
+
+DML_EXPORT size_t dml_layout(int which) {
+    switch (which) {
+        case 0: return sizeof(MapInfo);
+        case 1: return offsetof(MapInfo, callback);
+        case 2: return sizeof(StringView);
+        case 3: return sizeof(Future);
+        default: return 0;
+    }
+}
+
+static void on_mapped(uint32_t status, StringView message, void *userdata1, void *userdata2) {
+    (void)message; (void)userdata2;
+    DmlState *s = (DmlState *)userdata1;
+    const DmlFns *f = (const DmlFns *)userdata2;
+    int expected = PENDING;
+    int outcome = status == f->map_success ? LANDED : FAILED;
+    if (!atomic_compare_exchange_strong(&s->word, &expected, outcome)) free(s); /* orphaned */
+}
+
+DML_EXPORT DmlState *dml_state_new(int landed) {
+    DmlState *s = (DmlState *)malloc(sizeof(DmlState));
+    if (s) atomic_init(&s->word, landed ? LANDED : PENDING);
+    return s;
+}
+
+DML_EXPORT int dml_state(const DmlState *s) { return atomic_load((_Atomic int *)&s->word); }
+
+/* The owner is gone: free now, or let a pending map's callback free it. */
+DML_EXPORT void dml_state_drop(DmlState *s) {
+    int expected = PENDING;
+    if (!atomic_compare_exchange_strong(&s->word, &expected, ORPHANED)) free(s);
+}
+
+DML_EXPORT void dml_map(const DmlFns *f, H buffer, int write, size_t size, DmlState *s) {
+    MapInfo info = {NULL, f->callback_mode, on_mapped, s, (void *)f};
+    atomic_store(&s->word, PENDING);
+    f->map_async(buffer, write ? f->map_write : f->map_read, 0, size, info);
+}
+
+/* Poll until ``s`` has landed: without blocking for up to ``spin_s`` seconds (a blocking
+ * poll returns tens of microseconds after the GPU is done), then blocking on ``ticket`` (or
+ * all work when NULL). Another thread's poll may land the map; when the queue is idle and it
+ * has not landed for ``idle_timeout_s``, the device is taken as lost. 1: landed, 2: the map
+ * failed, -1: timed out. */
+DML_EXPORT int dml_wait(const DmlFns *f, H device, const DmlState *s, double spin_s, double idle_timeout_s,
+                        const uint64_t *ticket) {
+    int state = dml_state(s);
+    if (state == PENDING && spin_s > 0) {
+        double give_up = dml_now() + spin_s;
+        while ((state = dml_state(s)) == PENDING && dml_now() < give_up) f->poll(device, 0, NULL);
+    }
+    double idle_since = -1;
+    while ((state = dml_state(s)) == PENDING) {
+        uint32_t idle = f->poll(device, 1, ticket);
+        if ((state = dml_state(s)) != PENDING) break;
+        if (!idle) continue;
+        ticket = NULL;
+        double now = dml_now();
+        if (idle_since < 0) idle_since = now;
+        if (now - idle_since > idle_timeout_s) return -1;
+        dml_yield();
+    }
+    return state;
+}
+
+/* Record a clear (``clear``: NULL for none) and the passes into ``encoder`` (NULL: a new one). */
+DML_EXPORT H dml_record(const DmlFns *f, H device, H encoder, H clear, uint64_t clear_size, const DmlStep *steps,
+                        size_t n_steps) {
+    if (!encoder) encoder = f->create_encoder(device, f->encoder_descriptor);
+    if (clear) f->clear_buffer(encoder, clear, 0, clear_size);
+    for (size_t i = 0; i < n_steps; i++) {
+        H pass = f->begin_compute_pass(encoder, f->pass_descriptor);
+        f->set_pipeline(pass, steps[i].pipeline);
+        f->set_bind_group(pass, 0, steps[i].group, 0, NULL);
+        f->dispatch(pass, steps[i].x, steps[i].y, steps[i].z);
+        f->end_pass(pass);
+        f->release_pass(pass);
+    }
+    return encoder;
+}
+
+/* Finish the encoders into command buffers, in place; the encoders are released. The
+ * caller checks for errors before it submits them: wgpu-native aborts the process on a
+ * submit that fails (a command buffer of a failed finish, a lost device), where a failed
+ * finish is reported to the error handler and can be raised. */
+DML_EXPORT void dml_finish(const DmlFns *f, H *encoders, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        H encoder = encoders[i];
+        encoders[i] = f->finish(encoder, f->buffer_descriptor);
+        f->release_encoder(encoder);
+    }
+}
+
+/* Command buffers given up (not submitted). */
+DML_EXPORT void dml_release(const DmlFns *f, H *buffers, size_t count) {
+    for (size_t i = 0; i < count; i++) f->release_command_buffer(buffers[i]);
+}
+
+/* Submit the command buffers in one submission and release them; the submission's index. */
+DML_EXPORT uint64_t dml_submit(const DmlFns *f, H queue, H *buffers, size_t count) {
+    uint64_t index = f->submit_for_index(queue, count, buffers);
+    dml_release(f, buffers, count);
+    return index;
+}
+
+/* Copy ``nbytes`` from ``data`` into the mapped buffer ``buffer`` (zeros up to ``size``) and
+ * unmap it; 0, or -1 when the buffer has no mapped memory (a lost device). */
+DML_EXPORT int dml_fill(const DmlFns *f, H buffer, size_t size, const void *data, size_t nbytes) {
+    unsigned char *memory = (unsigned char *)f->mapped_range(buffer, 0, size);
+    if (!memory) return -1;
+    memcpy(memory, data, nbytes);
+    if (size > nbytes) memset(memory + nbytes, 0, size - nbytes);
+    f->unmap(buffer);
+    return 0;
+}
+
+/* Copy the first ``nbytes`` of the mapped buffer ``buffer`` (mapped for ``size``) to ``out``
+ * and unmap it; 0, or -1 when it has no mapped memory. */
+DML_EXPORT int dml_drain(const DmlFns *f, H buffer, size_t size, void *out, size_t nbytes) {
+    const void *memory = f->mapped_range(buffer, 0, size);
+    if (!memory) return -1;
+    memcpy(out, memory, nbytes);
+    f->unmap(buffer);
+    return 0;
+}
+
+/* Record the call ``c`` after the ``n_pending`` encoders ``pending`` (``pending`` has room
+ * for one more) and finish them all into command buffers, in place (``dml_finish``); their
+ * count. A call with no upload and no passes (a read-back) records its copy into the last
+ * pending encoder: one command buffer for a call's passes and its read-back. The upload
+ * staging must have been filled and unmapped (``dml_fill``). */
+DML_EXPORT size_t dml_record_call(const DmlFns *f, const DmlCall *c, H *pending, size_t n_pending) {
+    H encoder;
+    if (n_pending && !c->wstaging && !c->clear && !c->n_steps) {
+        encoder = pending[n_pending - 1];
+    } else {
+        encoder = f->create_encoder(c->device, f->encoder_descriptor);
+        pending[n_pending++] = encoder;
+    }
+    if (c->wstaging) f->copy_buffer(encoder, c->wstaging, 0, c->input, 0, c->in_size);
+    dml_record(f, c->device, encoder, c->clear, c->clear_size, c->steps, c->n_steps);
+    f->copy_buffer(encoder, c->output, c->out_offset, c->rstaging, 0, c->out_size);
+    dml_finish(f, pending, n_pending);
+    return n_pending;
+}
+
+/* Submit the call's command buffers (``dml_record_call``) and start the maps: the
+ * read-back's, and the upload staging's again (ready for the next call once the GPU has
+ * copied out of it). */
+DML_EXPORT void dml_submit_call(const DmlFns *f, DmlCall *c, H *buffers, size_t count) {
+    c->ticket = dml_submit(f, c->queue, buffers, count);
+    dml_map(f, c->rstaging, 0, c->out_size, c->rstate);
+    if (c->wstaging) dml_map(f, c->wstaging, 1, c->in_size, c->wstate);
+}
