@@ -155,6 +155,8 @@ def _check_layout(tensor: Tensor, desc: TensorDesc, field: str) -> None:
         raise TypeError(f"{field} must be a dmlgpu Tensor, not {type(tensor).__name__}")
     tensor._alive(field)
     mine, theirs = tensor.desc, desc
+    if mine == theirs:  # (made for this descriptor: it holds its bytes)
+        return
     for name in ("data_type", "sizes", "element_strides"):
         if getattr(mine, name) != getattr(theirs, name):
             raise DataError(
@@ -430,6 +432,7 @@ class Device:
         self.runner = Runner(_adapter_spec(adapter, adapter_index), int64=int64, smaller=smaller)
         self._compiled = LruCache(KEPT_OPERATORS)
         self.by_call = LruCache(KEPT_OPERATORS)  # the NumPy-level API's operators, by call signature
+        self._spans = LruCache(KEPT_OPERATORS)  # pieces.buffer_spans by descriptor, for ``empty``
         self._tensors: weakref.WeakSet = weakref.WeakSet()
         self._lock = threading.Lock()
 
@@ -478,7 +481,9 @@ class Device:
         """An uninitialised tensor of this descriptor's size (in several buffers if it must).
         If the GPU cannot hold it all, none of it is kept (``GPUMemoryError``)."""
         self.runner.check()
-        spans = buffer_spans(desc, self.runner.capabilities)
+        spans = self._spans.get(desc)
+        if spans is None:
+            spans = self._spans[desc] = buffer_spans(desc, self.runner.capabilities)
         buffers = []
         try:
             for _, nbytes in spans:

@@ -302,6 +302,7 @@ class _Public:
         return None
 
     def start_map(self, m: _Map, write: bool) -> None:
+        m.done = False  # a staging buffer's map object is used again for its next map
         m.promise = m.buffer.map_async(wgpu.MapMode.WRITE if write else wgpu.MapMode.READ, 0, m.size)
 
     def wait(self, m: _Map, ticket) -> None:
@@ -490,10 +491,10 @@ class _NativeMap:
     """One map of a staging buffer on the native path: its outcome lands in a C ``DmlState``
     (``_hot.c``), which outlives this object if the map is still pending when it goes."""
 
-    __slots__ = ("buffer", "size", "state", "_drop")
+    __slots__ = ("buffer", "size", "state", "call", "_drop")
 
     def __init__(self, hot, buffer, size: int, done: bool = False):
-        self.buffer, self.size = buffer, size
+        self.buffer, self.size, self.call = buffer, size, None  # call: a read's DmlCall (_Native.submit)
         self.state = hot.dml_state_new(done)
         if not self.state:
             raise MemoryError("no memory for a map state")
@@ -532,12 +533,13 @@ class _Native:
         fns.callback_mode, fns.map_success = lib.WGPUCallbackMode_AllowProcessEvents, lib.WGPUMapAsyncStatus_Success
         fns.map_read, fns.map_write = lib.WGPUMapMode_Read, lib.WGPUMapMode_Write
         fns.encoder_descriptor, fns.pass_descriptor, fns.buffer_descriptor = (
-            self.ptr(self.encoder_desc), self.ptr(self.pass_desc), self.ptr(self.buffer_desc))
-        self.c_device, self.c_queue = self.ptr(self.handle), self.ptr(self.queue)
+            self.encoder_desc, self.pass_desc, self.buffer_desc)
+        self.c_device, self.c_queue = self.handle, self.queue
         self.spin_s = 0.0  # how long a wait polls without blocking first (Runner sets it)
 
     def ptr(self, cdata):
-        """A handle of wgpu-py's ffi as a ``void *`` of ours."""
+        """A pointer of wgpu-py's ffi (a function) as a ``void *`` of ours. Handles need no
+        conversion: cffi passes any pointer where ``void *`` is declared."""
         return self.hot_ffi.cast("void *", int(self.ffi.cast("uintptr_t", cdata)))
 
     def _checked(self, name: str, fn, *args):
@@ -568,23 +570,25 @@ class _Native:
 
     def submit(self, encoders: list, read=None):
         """As ``_Public.submit``, through ``_hot.c``; the ticket is the submission's index."""
-        c = self.hot_ffi.new("DmlCall *")
         if read is None:
-            handles = self.hot_ffi.new("void *[]", [self.ptr(e.take()) for e in encoders])
+            handles = self.hot_ffi.new("void *[]", [e.take() for e in encoders])
             self._finish(handles, self.hot.dml_finish, handles, len(encoders))
-            c.ticket = self.hot.dml_submit(self.fns, self.c_queue, handles, len(encoders))
-        else:
-            src, offset, m = read
-            c.device, c.queue, c.output, c.out_offset = self.c_device, self.c_queue, self.ptr(src._internal), offset
-            c.rstaging, c.rstate, c.out_size = self.ptr(m.buffer._internal), m.state, m.size
-            self.call(c, encoders)
-        return self.hot_ffi.new("uint64_t *", c.ticket)
+            return self.hot_ffi.new("uint64_t *", self.hot.dml_submit(self.fns, self.c_queue, handles, len(encoders)))
+        src, offset, m = read
+        c = m.call
+        if c is None:  # made once for each staging buffer's map
+            c = m.call = self.hot_ffi.new("DmlCall *")
+            c.device, c.queue, c.rstaging, c.rstate, c.out_size = self.c_device, self.c_queue, m.buffer._internal, \
+                m.state, m.size
+        c.output, c.out_offset = src._internal, offset
+        self.call(c, encoders)
+        return self.hot_ffi.addressof(c, "ticket")  # valid while the map is held
 
     def call(self, c, pending: list) -> None:
         """The small call ``c`` (a ``DmlCall``) after the ``pending`` encoders, in one submit."""
         handles = self.hot_ffi.new("void *[]", len(pending) + 1)
         for i, e in enumerate(pending):
-            handles[i] = self.ptr(e.take())
+            handles[i] = e.take()
         count = self._finish(handles, self.hot.dml_record_call, c, handles, len(pending))
         self.hot.dml_submit_call(self.fns, c, handles, count)
 
@@ -605,7 +609,7 @@ class _Native:
         return count
 
     def start_map(self, m: _NativeMap, write: bool) -> None:
-        self._checked("map", self.hot.dml_map, self.fns, self.ptr(m.buffer._internal), write, m.size, m.state)
+        self._checked("map", self.hot.dml_map, self.fns, m.buffer._internal, write, m.size, m.state)
 
     def wait(self, m: _NativeMap, ticket) -> None:
         """Poll on this thread until the map has landed (``dml_wait``): first without blocking,
@@ -633,20 +637,28 @@ class _Native:
         self.lib.wgpuBufferUnmap(m.buffer._internal)
 
     def fill(self, m: _NativeMap, raw: np.ndarray) -> None:
-        if self.hot.dml_fill(self.fns, self.ptr(m.buffer._internal), m.size, self.hot_ffi.from_buffer(raw),
+        if self.hot.dml_fill(self.fns, m.buffer._internal, m.size, self.hot_ffi.from_buffer(raw),
                              raw.nbytes):
             raise DeviceLostError("a mapped buffer has no memory; the device is lost")
 
     def drain(self, m: _NativeMap, out: np.ndarray) -> None:
-        if self.hot.dml_drain(self.fns, self.ptr(m.buffer._internal), m.size,
+        if self.hot.dml_drain(self.fns, m.buffer._internal, m.size,
                               self.hot_ffi.from_buffer(out, require_writable=True), out.nbytes):
             raise DeviceLostError("a mapped buffer has no memory; the device is lost")
 
 
 class _NativeEncoder:
+    """A command encoder, created when something is first recorded into it (by ``_hot.c``
+    for passes, ``handle`` otherwise)."""
+
     def __init__(self, native: _Native):
-        self.n = native
-        self.enc = native.lib.wgpuDeviceCreateCommandEncoder(native.handle, native.encoder_desc)
+        self.n, self.enc = native, None
+
+    @property
+    def handle(self):
+        if self.enc is None:
+            self.enc = self.n.lib.wgpuDeviceCreateCommandEncoder(self.n.handle, self.n.encoder_desc)
+        return self.enc
 
     def dispatch(self, pipeline, bind_group, grid, writes=None) -> None:
         n, lib = self.n, self.n.lib
@@ -654,7 +666,7 @@ class _NativeEncoder:
         if writes is not None:
             desc, _stamps = n.timed_pass(writes["query_set"], writes.get("beginning_of_pass_write_index", _NO_QUERY),
                                          writes.get("end_of_pass_write_index", _NO_QUERY))
-        compute = lib.wgpuCommandEncoderBeginComputePass(self.enc, desc)
+        compute = lib.wgpuCommandEncoderBeginComputePass(self.handle, desc)
         lib.wgpuComputePassEncoderSetPipeline(compute, pipeline._internal)
         lib.wgpuComputePassEncoderSetBindGroup(compute, 0, bind_group._internal, 0, n.ffi.NULL)
         lib.wgpuComputePassEncoderDispatchWorkgroups(compute, *grid)
@@ -670,29 +682,30 @@ class _NativeEncoder:
             self.clear(buffer)
         array = steps_array(n, steps)
         first = clear[0] if clear else None
-        n.hot.dml_record(n.fns, n.c_device, n.ptr(self.enc), n.null if first is None else n.ptr(first._internal),
-                         0 if first is None else first.size, array, len(steps))
+        self.enc = n.hot.dml_record(n.fns, n.c_device, n.null if self.enc is None else self.enc,
+                                    n.null if first is None else first._internal, 0 if first is None else first.size,
+                                    array, len(steps))
 
     def stamp(self, queries, index: int) -> None:
         lib = self.n.lib
         desc, _stamps = self.n.timed_pass(queries, index, _NO_QUERY)
-        compute = lib.wgpuCommandEncoderBeginComputePass(self.enc, desc)
+        compute = lib.wgpuCommandEncoderBeginComputePass(self.handle, desc)
         lib.wgpuComputePassEncoderEnd(compute)
         lib.wgpuComputePassEncoderRelease(compute)
 
     def clear(self, buffer) -> None:
-        self.n.lib.wgpuCommandEncoderClearBuffer(self.enc, buffer._internal, 0, buffer.size)
+        self.n.lib.wgpuCommandEncoderClearBuffer(self.handle, buffer._internal, 0, buffer.size)
 
     def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
-        self.n.lib.wgpuCommandEncoderCopyBufferToBuffer(self.enc, src._internal, src_offset, dst._internal,
+        self.n.lib.wgpuCommandEncoderCopyBufferToBuffer(self.handle, src._internal, src_offset, dst._internal,
                                                          dst_offset, size)
 
     def resolve(self, queries, count: int, dst) -> None:
-        self.n.lib.wgpuCommandEncoderResolveQuerySet(self.enc, queries._internal, 0, count, dst._internal, 0)
+        self.n.lib.wgpuCommandEncoderResolveQuerySet(self.handle, queries._internal, 0, count, dst._internal, 0)
 
     def take(self):
         """The encoder's handle, handed over (to be finished and released by ``_hot.c``)."""
-        enc, self.enc = self.enc, None
+        enc, self.enc = self.handle, None
         return enc
 
     def drop(self) -> None:
@@ -720,7 +733,7 @@ def steps_array(n: _Native, steps):
     if array is None:
         array = n.hot_ffi.new("DmlStep[]", len(steps))
         for i, (pipeline, bind_group, grid) in enumerate(steps):
-            array[i].pipeline, array[i].group = n.ptr(pipeline._internal), n.ptr(bind_group._internal)
+            array[i].pipeline, array[i].group = pipeline._internal, bind_group._internal
             array[i].x, array[i].y, array[i].z = grid
         if isinstance(steps, Steps):
             steps.native = array
@@ -825,7 +838,7 @@ class Runner:
         # their passes read: small calls share one submit with their read-back.
         self._pending: list = []
         self._pending_bytes = 0
-        self._staging = _Pool(_STAGING_POOL_BYTES)  # MAP_READ buffers of small reads
+        self._staging = _Pool(_STAGING_POOL_BYTES)  # MAP_READ buffers of small reads, as their maps
         self._queued = False  # small writes queued since the last submit (``write``)
         # MAP_WRITE staging of mid-sized writes, by size class, as their maps (landed once the
         # GPU has copied out of them); those that pending work copies out of are mapped again
@@ -1007,7 +1020,7 @@ class Runner:
     def _take_kept(self) -> list:
         """Every buffer kept for reuse (storage pool, read and write staging, rings), taken out
         of the pools. A write staging buffer may be mid-map: destroying it cancels the map."""
-        buffers = self._pool.clear() + self._staging.clear() + [m.buffer for m in self._writes.clear()]
+        buffers = self._pool.clear() + [m.buffer for m in self._staging.clear() + self._writes.clear()]
         buffers += [b for ring in self._rings.values() for b, _ in ring]
         self._rings.clear()
         return buffers
@@ -1242,13 +1255,13 @@ class Runner:
         kit.buffers = (input_buffer, output_buffer)
         c = kit.c = n.hot_ffi.new("DmlCall *")
         c.device, c.queue = n.c_device, n.c_queue
-        c.wstaging, c.wstate, c.input, c.in_size = n.ptr(kit.wmap.buffer._internal), kit.wmap.state, \
-            n.ptr(input_buffer._internal), in_size
+        c.wstaging, c.wstate, c.input, c.in_size = kit.wmap.buffer._internal, kit.wmap.state, \
+            input_buffer._internal, in_size
         if clear:
-            c.clear, c.clear_size = n.ptr(output_buffer._internal), output_buffer.size
+            c.clear, c.clear_size = output_buffer._internal, output_buffer.size
         c.steps, c.n_steps = kit.array, len(steps)
-        c.output, c.out_offset = n.ptr(output_buffer._internal), 0
-        c.rstaging, c.rstate, c.out_size = n.ptr(kit.rmap.buffer._internal), kit.rmap.state, out_size
+        c.output, c.out_offset = output_buffer._internal, 0
+        c.rstaging, c.rstate, c.out_size = kit.rmap.buffer._internal, kit.rmap.state, out_size
         kit.ticket = n.hot_ffi.addressof(c, "ticket")
         return kit
 
@@ -1370,12 +1383,11 @@ class Runner:
         size = max(4, (nbytes + 3) & ~3)
         with self._lock:
             self.check()
-            staging = self._staging.take(size) or self._create(size, _MAP_READ)
-            m = self.path.new_map(staging, size)
+            m = self._staging.take(size) or self.path.new_map(self._create(size, _MAP_READ), size)
             try:
                 ticket = self._submit(read=(buffer, offset, m))
             except BaseException:
-                self._destroy(staging)
+                self._destroy(m.buffer)
                 raise
         self._finish_read(m, ticket, out)
         return out
@@ -1384,12 +1396,18 @@ class Runner:
         """Wait for map ``m`` (outside the lock), copy its first ``out.nbytes`` bytes out,
         unmap, and keep the staging buffer for the next read. A failure on the way drops the
         buffer: it may still be mid-map."""
-        with self._dropped_on_failure(m.buffer):
+        try:  # (``_dropped_on_failure`` written out: a small read's every microsecond counts)
             self.path.wait(m, ticket)
             self.path.drain(m, out)
+        except BaseException as err:
+            with self._lock:
+                self._destroy(m.buffer)
+            if isinstance(err, wgpu.GPUError):
+                raise self._gpu_error(err) from None
+            raise
         with self._lock:
-            for old in self._staging.put(m.buffer) if self._lost is None else [m.buffer]:
-                self._destroy(old)
+            for old in self._staging.put(m) if self._lost is None else [m]:
+                self._destroy(old.buffer)
 
     def _read_streamed(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
         """Large reads: the host copies chunk i out while the GPU copies the chunks after it."""
