@@ -264,6 +264,7 @@ class CompiledOperator:
         # False once known to have none.
         self._kits: list = []
         self._hot: bool | None = None
+        self._out_dtype = self.output_desc.data_type.numpy
 
     def _clear(self, output: Tensor):
         return output._buffers if self.plan.clears_output else None
@@ -322,7 +323,7 @@ class CompiledOperator:
             except IndexError:
                 kit = self._new_kit()
             if kit is not None:
-                out = np.empty(self.output_desc.sizes, self.output_desc.data_type.numpy)
+                out = np.empty(self.output_desc.sizes, self._out_dtype)
                 self.device.runner.run_hot(kit.call, data, out.reshape(-1).view(np.uint8))
                 self._kits.append(kit)  # not given back after a failure: dropped with it
                 return out

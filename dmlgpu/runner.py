@@ -211,8 +211,7 @@ def copy_in_parts(pool, dst: np.ndarray, src: np.ndarray, parts: int) -> None:
 _holding: list = []  # an entry while the main thread holds Ctrl-C back
 
 
-@contextlib.contextmanager
-def interrupts_held():
+class interrupts_held:
     """Hold Ctrl-C back while GPU work is in flight on the main thread, and raise it after.
 
     A KeyboardInterrupt raised inside a map callback (which runs during a poll) or inside a
@@ -224,25 +223,30 @@ def interrupts_held():
     a handler the program installed itself is left alone. (``_signal`` is what ``signal``
     wraps; its enum conversions cost 30 us a call, the C functions 3.)
     """
-    if _holding or threading.get_ident() != _MAIN_IDENT or _signal.getsignal(_SIGINT) is not _DEFAULT_HANDLER:
-        yield
-        return
-    noted = []
 
-    def note(signum, frame):
-        if noted:
-            raise KeyboardInterrupt
-        noted.append(signum)
+    __slots__ = ("noted", "holding")
 
-    _signal.signal(_SIGINT, note)
-    _holding.append(True)
-    try:
-        yield
-    finally:
-        _holding.pop()
-        _signal.signal(_SIGINT, _DEFAULT_HANDLER)
-    if noted:
-        raise KeyboardInterrupt
+    def __enter__(self):
+        self.holding = not _holding and threading.get_ident() == _MAIN_IDENT and \
+            _signal.getsignal(_SIGINT) is _DEFAULT_HANDLER
+        if self.holding:
+            noted = self.noted = []
+
+            def note(signum, frame):
+                if noted:
+                    raise KeyboardInterrupt
+                noted.append(signum)
+
+            _signal.signal(_SIGINT, note)
+            _holding.append(True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.holding:
+            _holding.pop()
+            _signal.signal(_SIGINT, _DEFAULT_HANDLER)
+            if self.noted and exc[0] is None:  # (an error from the block goes on as it is)
+                raise KeyboardInterrupt
 
 
 _MAIN_IDENT = threading.main_thread().ident
@@ -494,7 +498,7 @@ class _NativeMap:
     __slots__ = ("buffer", "size", "state", "call", "_drop")
 
     def __init__(self, hot, buffer, size: int, done: bool = False):
-        self.buffer, self.size, self.call = buffer, size, None  # call: a read's DmlCall (_Native.submit)
+        self.buffer, self.size, self.call = buffer, size, None  # call: a read's (DmlCall, ticket) (_Native.submit)
         self.state = hot.dml_state_new(done)
         if not self.state:
             raise MemoryError("no memory for a map state")
@@ -575,18 +579,21 @@ class _Native:
             self._finish(handles, self.hot.dml_finish, handles, len(encoders))
             return self.hot_ffi.new("uint64_t *", self.hot.dml_submit(self.fns, self.c_queue, handles, len(encoders)))
         src, offset, m = read
-        c = m.call
-        if c is None:  # made once for each staging buffer's map
-            c = m.call = self.hot_ffi.new("DmlCall *")
+        if m.call is None:  # made once for each staging buffer's map, with its ticket's address
+            c = self.hot_ffi.new("DmlCall *")
             c.device, c.queue, c.rstaging, c.rstate, c.out_size = self.c_device, self.c_queue, m.buffer._internal, \
                 m.state, m.size
+            m.call = (c, self.hot_ffi.addressof(c, "ticket"))
+        c, ticket = m.call
         c.output, c.out_offset = src._internal, offset
         self.call(c, encoders)
-        return self.hot_ffi.addressof(c, "ticket")  # valid while the map is held
+        return ticket  # valid while the map is held
 
-    def call(self, c, pending: list) -> None:
-        """The small call ``c`` (a ``DmlCall``) after the ``pending`` encoders, in one submit."""
-        handles = self.hot_ffi.new("void *[]", len(pending) + 1)
+    def call(self, c, pending: list, handles=None) -> None:
+        """The small call ``c`` (a ``DmlCall``) after the ``pending`` encoders, in one submit;
+        ``handles``: an array of one handle, for a call with none pending."""
+        if pending or handles is None:
+            handles = self.hot_ffi.new("void *[]", len(pending) + 1)
         for i, e in enumerate(pending):
             handles[i] = e.take()
         count = self._finish(handles, self.hot.dml_record_call, c, handles, len(pending))
@@ -717,7 +724,7 @@ class _NativeEncoder:
 class _HotCall:
     """What ``Runner.hot_call`` makes: see there."""
 
-    __slots__ = ("steps", "array", "wmap", "rmap", "buffers", "c", "ticket")
+    __slots__ = ("steps", "array", "wmap", "rmap", "buffers", "c", "ticket", "handles")
 
 
 class Steps(list):
@@ -1263,6 +1270,7 @@ class Runner:
         c.output, c.out_offset = output_buffer._internal, 0
         c.rstaging, c.rstate, c.out_size = kit.rmap.buffer._internal, kit.rmap.state, out_size
         kit.ticket = n.hot_ffi.addressof(c, "ticket")
+        kit.handles = n.hot_ffi.new("void *[1]")
         return kit
 
     def run_hot(self, kit, data: np.ndarray, out: np.ndarray) -> None:
@@ -1281,7 +1289,7 @@ class Runner:
                 self._submit()
             pending, self._pending, self._pending_bytes = self._pending, [], 0
             try:
-                n.call(kit.c, pending)
+                n.call(kit.c, pending, kit.handles)
             except wgpu.GPUError as err:
                 raise self._gpu_error(err) from None
             finally:

@@ -47,6 +47,9 @@ class _Parsable(enum.Enum):
         return _PREFIXES.get(cls.__name__, "")
 
 
+_NUMPY_DTYPES: dict = {}  # DataType -> its NumPy dtype (DataType.numpy)
+
+
 class DataType(_Parsable):
     """DML_TENSOR_DATA_TYPE, restricted to the types these operators know."""
 
@@ -64,7 +67,10 @@ class DataType(_Parsable):
     @property
     def numpy(self) -> np.dtype:
         """The little-endian NumPy dtype with the same bit layout."""
-        return np.dtype(self.value).newbyteorder("<")
+        dtype = _NUMPY_DTYPES.get(self)
+        if dtype is None:  # made once: a small call asks for it on every call
+            dtype = _NUMPY_DTYPES[self] = np.dtype(self.value).newbyteorder("<")
+        return dtype
 
     @property
     def size(self) -> int:
