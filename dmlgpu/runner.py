@@ -428,9 +428,8 @@ _hot_loaded: list = []  # [(ffi, lib)] once loaded, [None, reason] once it faile
 
 def hot_cache_dir() -> str:
     """Where the compiled hot path is kept: ``DMLGPU_CACHE``, else the user's cache folder."""
-    base = os.environ.get("DMLGPU_CACHE") or os.path.join(
+    return os.environ.get("DMLGPU_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "dmlgpu")
-    return base
 
 
 def _compile_hot() -> str:
@@ -452,7 +451,14 @@ def _compile_hot() -> str:
     target = os.path.join(folder, f"hot-{key}.so")
     if os.path.exists(target):
         return target
-    os.makedirs(folder, exist_ok=True)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:  # no writable cache folder: one in the temporary folder
+        folder = os.path.join(tempfile.gettempdir(), f"dmlgpu-{os.getuid() if hasattr(os, 'getuid') else 0}")
+        target = os.path.join(folder, f"hot-{key}.so")
+        if os.path.exists(target):
+            return target
+        os.makedirs(folder, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder) as work:
         src = os.path.join(work, "_hot.c")
         with open(src, "wb") as f:

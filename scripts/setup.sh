@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Idempotent setup: a Vulkan driver (Mesa's lavapipe if none is installed), then .venv with
-# dmlgpu installed editable plus the test extras (onnx, dask) and the lint extras. Safe to run
-# again; it skips what is done.
+# Idempotent setup: a Vulkan driver (Mesa's lavapipe if none is installed) and a C compiler,
+# then .venv with dmlgpu installed editable plus the test extras (onnx, dask) and the lint
+# extras. Safe to run again; it skips what is done.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -11,10 +11,16 @@ if [ "$(uname -s)" = Linux ] && ! compgen -G '/usr/share/vulkan/icd.d/*.json' >/
     && ! compgen -G '/etc/vulkan/icd.d/*.json' >/dev/null; then
   pkgs="$pkgs mesa-vulkan-drivers libvulkan1"
 fi
+# A C compiler for the native path's hot loop (dmlgpu/_hot.c, compiled on first use); without
+# one dmlgpu falls back to the public path, and the tests that pin the native path fail.
+if [ "$(uname -s)" = Linux ] && ! command -v cc >/dev/null && ! command -v gcc >/dev/null \
+    && ! command -v clang >/dev/null; then
+  pkgs="$pkgs gcc libc6-dev"
+fi
 # Debian's system python3 needs python3-venv for `python3 -m venv`.
 python3 -c 'import ensurepip' 2>/dev/null || pkgs="$pkgs python3-venv"
 if [ -z "$pkgs" ]; then
-  echo "[setup] system packages: nothing to install (Vulkan ICD present or not Linux)"
+  echo "[setup] system packages: nothing to install (a Vulkan ICD and a C compiler present, or not Linux)"
 elif command -v apt-get >/dev/null; then
   echo "[setup] system packages: apt-get install$pkgs"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -81,3 +81,109 @@ def test_a_read_back_shares_the_command_buffer_of_work_recorded_before_it(device
         assert device.runner._pending == []
     for t in tensors + results:
         t.release()
+
+
+# --- the native path's hot loop in C (_hot.c) ---------------------------------------------
+
+
+def test_the_hot_loop_is_compiled_once_into_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path))
+    built = runner._compile_hot()
+    assert os.path.dirname(built) == str(tmp_path) and os.path.isfile(built)
+    stamp = os.stat(built).st_mtime_ns
+    assert runner._compile_hot() == built and os.stat(built).st_mtime_ns == stamp  # found, not built again
+    assert [p for p in os.listdir(tmp_path) if p != os.path.basename(built)] == []  # no work folder left
+
+
+def test_without_a_compiler_the_public_path_is_used(tmp_path, monkeypatch):
+    """No C compiler (or one that fails): the device still works, on the public path, with a
+    warning that says why."""
+    import warnings
+
+    import numpy as np
+
+    from dmlgpu import oracle
+
+    monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path))  # nothing built there yet
+    monkeypatch.setenv("CC", "false")
+    monkeypatch.delenv("DMLGPU_RUNNER", raising=False)
+    monkeypatch.setattr(runner, "_hot_loaded", [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        device = dmlgpu.Device()
+    try:
+        assert device.runner.path.name == "public"
+        assert any("could not build the native path's hot loop" in str(w.message) for w in caught)
+        x = np.random.default_rng(3).standard_normal((5, 70)).astype(np.float32)
+        assert np.array_equal(dmlgpu.argmax(x, 1, device=device), oracle.argmax(x, 1))
+    finally:
+        device.close()
+
+
+def test_a_map_whose_owner_goes_first_is_left_to_its_callback(device):
+    """A map still pending when its Python object goes: the callback frees the C state when
+    it fires (here when the buffer is destroyed), and the device goes on."""
+    import gc
+
+    import numpy as np
+
+    from dmlgpu import oracle
+
+    if device.runner.path.name != "native":
+        return
+    r = device.runner
+    for write in (False, True):
+        buffer = r._create(256, runner._MAP_WRITE if write else runner._MAP_READ)
+        m = r.path.new_map(buffer, 256)
+        r.path.start_map(m, write=write)
+        del m
+        gc.collect()
+        r._destroy(buffer)
+    x = np.random.default_rng(4).standard_normal((3, 50)).astype(np.float32)
+    assert np.array_equal(dmlgpu.argmin(x, 1, device=device), oracle.argmin(x, 1))
+
+
+def test_a_failed_small_call_drops_its_kit_and_the_next_call_works(device, monkeypatch):
+    import numpy as np
+    import pytest
+
+    from dmlgpu import oracle
+
+    x = np.random.default_rng(5).standard_normal((2, 300)).astype(np.float32)
+    compiled = device.compile(dmlgpu.ArgMaxOperatorDesc(dmlgpu.TensorDesc("FLOAT32", x.shape), axes=[1]))
+    assert np.array_equal(compiled(x), oracle.argmax(x, 1))
+    if device.runner.path.name != "native":
+        assert compiled._kits == []  # the public path has no hot loop
+        return
+    (kit,) = compiled._kits
+    real = device.runner.path.call
+
+    def fails(*args):
+        monkeypatch.setattr(device.runner.path, "call", real)
+        raise wgpu.GPUError("a failure in the middle of a call")
+
+    monkeypatch.setattr(device.runner.path, "call", fails)
+    with pytest.raises(wgpu.GPUError, match="middle of a call"):
+        compiled(x)
+    assert compiled._kits == []  # the kit that failed is not used again
+    y = x[::-1].copy()
+    assert np.array_equal(compiled(y), oracle.argmax(y, 1))
+    assert len(compiled._kits) == 1 and compiled._kits[0] is not kit
+
+
+def test_a_numpy_call_submits_work_recorded_before_it_first(device):
+    """Resident work recorded (not yet submitted) before a NumPy call goes in the same submit,
+    ahead of it: both answers are right and the resident one is read afterwards."""
+    import numpy as np
+
+    from dmlgpu import oracle
+
+    rng = np.random.default_rng(6)
+    a, b = (rng.standard_normal((4, 1000)).astype(np.float32) for _ in range(2))
+    t = device.upload(a)
+    pending = dmlgpu.argmax(t, 1)
+    assert np.array_equal(dmlgpu.argmin(b, 1, device=device), oracle.argmin(b, 1))
+    assert device.runner._pending == []
+    assert np.array_equal(pending.numpy(), oracle.argmax(a, 1))
+    pending.release()
+    t.release()
