@@ -205,11 +205,20 @@ class _Program:
         pairs between a first pass and its merge): a list of step lists, made once per pair
         of buffer sets (a buffer object is never reused for other memory, so a cached bind
         group never points at a stranger's buffer)."""
+        return self._bound(input, output)[0]
+
+    def flat_steps(self, input: Tensor, output: Tensor) -> Steps:
+        """Every piece's steps in one list, made once like ``steps`` (a ``Steps`` list keeps the
+        C form the native path records from)."""
+        return self._bound(input, output)[1]
+
+    def _bound(self, input: Tensor, output: Tensor) -> tuple:
         key = (tuple(input._buffers), tuple(output._buffers))
-        steps = self._steps.get(key)
-        if steps is None:
-            steps = self._steps[key] = self._bind(input, output)
-        return steps
+        bound = self._steps.get(key)
+        if bound is None:
+            by_piece = self._bind(input, output)
+            bound = self._steps[key] = (by_piece, Steps(s for piece in by_piece for s in piece))
+        return bound
 
     def _bind(self, input: Tensor, output: Tensor) -> list:
         bind = self.runner.bind
@@ -278,7 +287,7 @@ class CompiledOperator:
             output = self.device.empty(self.output_desc)
         else:
             _check_layout(output, self.output_desc, "output")
-        steps = [s for piece in self._program.steps(input, output) for s in piece]
+        steps = self._program.flat_steps(input, output)
         self.device.runner.dispatch(steps, clear=self._clear(output), reads=self.input_desc.total_tensor_size_in_bytes)
         return output
 
@@ -286,7 +295,7 @@ class CompiledOperator:
         """Seconds each of ``repeats`` runs took on the GPU (timestamp queries), for benchmarks."""
         _check_layout(input, self.input_desc, "input")
         _check_layout(output, self.output_desc, "output")
-        steps = [s for piece in self._program.steps(input, output) for s in piece]
+        steps = self._program.flat_steps(input, output)
         return self.device.runner.gpu_times(steps, clear=self._clear(output), repeats=repeats)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
@@ -348,7 +357,7 @@ class CompiledOperator:
             self._hot = False
             return None
         source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
-        steps = Steps(s for piece in self._program._bind(source, result) for s in piece)
+        steps = Steps(s for piece in self._program._bind(source, result) for s in piece)  # the kit's own
         call = runner.hot_call(steps, source._buffers[0], self.input_desc.total_tensor_size_in_bytes,
                                result._buffers[0], self.output_desc.total_tensor_size_in_bytes,
                                self.plan.clears_output)
