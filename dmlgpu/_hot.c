@@ -20,18 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef _WIN32
-#include <windows.h>
-#define DML_EXPORT __declspec(dllexport)
-static void dml_yield(void) { SwitchToThread(); }
-static double dml_now(void) {
-    LARGE_INTEGER f, c;
-    QueryPerformanceFrequency(&f);
-    QueryPerformanceCounter(&c);
-    return (double)c.QuadPart / (double)f.QuadPart;
-}
-#else
 #include <sched.h>
+/* (POSIX only: runner.py does not build it on Windows, where the public path is used) */
 #define DML_EXPORT __attribute__((visibility("default")))
 static void dml_yield(void) { sched_yield(); }
 static double dml_now(void) {
@@ -39,7 +29,6 @@ static double dml_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
-#endif
 
 typedef void *H; /* any wgpu-native handle */
 typedef struct { const char *data; size_t length; } StringView;
@@ -101,7 +90,7 @@ DML_EXPORT size_t dml_layout(int which) {
 }
 
 static void on_mapped(uint32_t status, StringView message, void *userdata1, void *userdata2) {
-    (void)message; (void)userdata2;
+    (void)message;
     DmlState *s = (DmlState *)userdata1;
     const DmlFns *f = (const DmlFns *)userdata2;
     int expected = PENDING;
