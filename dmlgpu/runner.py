@@ -436,6 +436,7 @@ def _compile_hot() -> str:
     """The path of ``_hot.c`` compiled into a shared library (once per source text and
     compiler: the file's name holds their hash); raises RuntimeError saying why not."""
     import hashlib
+    import shlex
     import shutil
     import subprocess
     import sys
@@ -464,8 +465,11 @@ def _compile_hot() -> str:
         with open(src, "wb") as f:
             f.write(source)
         built = os.path.join(work, "hot.so")
-        done = subprocess.run([compiler, "-O2", "-std=c11", "-shared", "-fPIC", "-o", built, src],
-                              capture_output=True, text=True)
+        try:  # CC may hold flags too ("gcc -m64"), as make reads it
+            done = subprocess.run([*shlex.split(compiler), "-O2", "-std=c11", "-shared", "-fPIC", "-o", built, src],
+                                  capture_output=True, text=True)
+        except OSError as err:
+            raise RuntimeError(f"{compiler} could not build the native path's hot loop: {err}") from None
         if done.returncode != 0:
             raise RuntimeError(f"{compiler} could not build the native path's hot loop: {done.stderr.strip()[-500:]}")
         os.replace(built, target)  # atomic: another process may be building it too

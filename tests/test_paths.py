@@ -187,3 +187,15 @@ def test_a_numpy_call_submits_work_recorded_before_it_first(device):
     assert np.array_equal(pending.numpy(), oracle.argmax(a, 1))
     pending.release()
     t.release()
+
+
+def test_cc_may_hold_flags_and_a_missing_one_is_said(tmp_path, monkeypatch):
+    monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", "cc -O1")  # flags in CC, as make reads it
+    assert os.path.isfile(runner._compile_hot())
+    monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path / "other"))
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    import pytest
+
+    with pytest.raises(RuntimeError, match="could not build the native path's hot loop"):
+        runner._compile_hot()
