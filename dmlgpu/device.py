@@ -273,7 +273,6 @@ class CompiledOperator:
         # False once known to have none.
         self._kits: list = []
         self._hot: bool | None = None
-        self._out_dtype = self.output_desc.data_type.numpy
 
     def _clear(self, output: Tensor):
         return output._buffers if self.plan.clears_output else None
@@ -332,7 +331,7 @@ class CompiledOperator:
             except IndexError:
                 kit = self._new_kit()
             if kit is not None:
-                out = np.empty(self.output_desc.sizes, self._out_dtype)
+                out = np.empty(self.output_desc.sizes, self.output_desc.data_type.numpy)
                 self.device.runner.run_hot(kit.call, data, out.reshape(-1).view(np.uint8))
                 self._kits.append(kit)  # not given back after a failure: dropped with it
                 return out
@@ -350,17 +349,16 @@ class CompiledOperator:
     def _new_kit(self):
         """A kit for ``_small``'s hot call, or None where there is none (the public path, an
         output that is not one packed buffer, an input in several buffers)."""
-        runner = self.device.runner
-        caps = runner.capabilities
-        if self.output_desc.strides is not None or any(len(buffer_spans(d, caps)) > 1
-                                                       for d in (self.input_desc, self.output_desc)):
+        if self.output_desc.strides is not None:
             self._hot = False
             return None
         source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
-        steps = Steps(s for piece in self._program._bind(source, result) for s in piece)  # the kit's own
-        call = runner.hot_call(steps, source._buffers[0], self.input_desc.total_tensor_size_in_bytes,
-                               result._buffers[0], self.output_desc.total_tensor_size_in_bytes,
-                               self.plan.clears_output)
+        call = None
+        if len(source._buffers) == len(result._buffers) == 1:
+            call = self.device.runner.hot_call(
+                self._program.flat_steps(source, result), source._buffers[0],
+                self.input_desc.total_tensor_size_in_bytes, result._buffers[0],
+                self.output_desc.total_tensor_size_in_bytes, self.plan.clears_output)
         if call is None:
             self._hot = False
             source.release()

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import _signal
 import concurrent.futures
-import contextlib
 import dataclasses
 import os
 import signal
@@ -548,7 +547,6 @@ class _Native:
         fns.map_read, fns.map_write = lib.WGPUMapMode_Read, lib.WGPUMapMode_Write
         fns.encoder_descriptor, fns.pass_descriptor, fns.buffer_descriptor = (
             self.encoder_desc, self.pass_desc, self.buffer_desc)
-        self.c_device, self.c_queue = self.handle, self.queue
         self.spin_s = 0.0  # how long a wait polls without blocking first (Runner sets it)
 
     def ptr(self, cdata):
@@ -556,15 +554,21 @@ class _Native:
         conversion: cffi passes any pointer where ``void *`` is declared."""
         return self.hot_ffi.cast("void *", int(self.ffi.cast("uintptr_t", cdata)))
 
-    def _checked(self, name: str, fn, *args):
-        """``fn(*args)``, raising the error wgpu-native reported meanwhile (as ``libf`` does)."""
+    def _captured(self, name: str, fn, *args) -> tuple:
+        """``fn(*args)`` and the error wgpu-native reported meanwhile, collected as ``libf``
+        collects it (None if none)."""
         self.errors.capture(name)
         try:
             result = fn(*args)
         finally:
             error = self.errors.release(name)
+        return result, error if error is None else self.error_types.get(error[0], wgpu.GPUError)(error[1])
+
+    def _checked(self, name: str, fn, *args):
+        """``fn(*args)``, raising the error wgpu-native reported meanwhile (as ``libf`` does)."""
+        result, error = self._captured(name, fn, *args)
         if error is not None:
-            raise self.error_types.get(error[0], wgpu.GPUError)(error[1])
+            raise error
         return result
 
     def new_map(self, buffer, size: int, done: bool = False) -> _NativeMap:
@@ -587,11 +591,11 @@ class _Native:
         if read is None:
             handles = self.hot_ffi.new("void *[]", [e.take() for e in encoders])
             self._finish(handles, self.hot.dml_finish, handles, len(encoders))
-            return self.hot_ffi.new("uint64_t *", self.hot.dml_submit(self.fns, self.c_queue, handles, len(encoders)))
+            return self.hot_ffi.new("uint64_t *", self.hot.dml_submit(self.fns, self.queue, handles, len(encoders)))
         src, offset, m = read
         if m.call is None:  # made once for each staging buffer's map, with its ticket's address
             c = self.hot_ffi.new("DmlCall *")
-            c.device, c.queue, c.rstaging, c.rstate, c.out_size = self.c_device, self.c_queue, m.buffer._internal, \
+            c.device, c.queue, c.rstaging, c.rstate, c.out_size = self.handle, self.queue, m.buffer._internal, \
                 m.state, m.size
             m.call = (c, self.hot_ffi.addressof(c, "ticket"))
         c, ticket = m.call
@@ -614,15 +618,11 @@ class _Native:
         and returns their number (or None: all of ``handles``). If wgpu-native reported an
         error meanwhile, they are released and it is raised: a submit of them would abort
         the process."""
-        self.errors.capture("finish")
-        try:
-            count = finish(self.fns, *args)
-        finally:
-            error = self.errors.release("finish")
+        count, error = self._captured("finish", finish, self.fns, *args)
         count = len(handles) if count is None else count
         if error is not None:
             self.hot.dml_release(self.fns, handles, count)
-            raise self.error_types.get(error[0], wgpu.GPUError)(error[1])
+            raise error
         return count
 
     def start_map(self, m: _NativeMap, write: bool) -> None:
@@ -633,7 +633,7 @@ class _Native:
         for up to ``spin_s`` (on the H100 a blocking poll returned 30 us after the GPU was
         done: a dispatch and a 16-byte read-back took 92 us blocking, 60 spinning), then
         blocking, which leaves the core to others. Another thread's poll may land it."""
-        landed = self.hot.dml_wait(self.fns, self.c_device, m.state, self.spin_s, MAP_TIMEOUT_S,
+        landed = self.hot.dml_wait(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S,
                                    self.null if ticket is None else ticket)
         if landed == -1:
             raise DeviceLostError(f"a buffer map did not complete in {MAP_TIMEOUT_S} s on an idle queue; "
@@ -699,7 +699,7 @@ class _NativeEncoder:
             self.clear(buffer)
         array = steps_array(n, steps)
         first = clear[0] if clear else None
-        self.enc = n.hot.dml_record(n.fns, n.c_device, n.null if self.enc is None else self.enc,
+        self.enc = n.hot.dml_record(n.fns, n.handle, n.null if self.enc is None else self.enc,
                                     n.null if first is None else first._internal, 0 if first is None else first.size,
                                     array, len(steps))
 
@@ -731,10 +731,30 @@ class _NativeEncoder:
             self.n.lib.wgpuCommandEncoderRelease(enc)
 
 
+class _DroppedOnFailure:
+    """``Runner._dropped_on_failure``'s context manager (a class: a small read passes through one)."""
+
+    __slots__ = ("runner", "staging")
+
+    def __init__(self, runner, staging):
+        self.runner, self.staging = runner, staging
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, err, tb) -> None:
+        if err is None:
+            return
+        with self.runner._lock:
+            self.runner._destroy(self.staging)
+        if isinstance(err, wgpu.GPUError):
+            raise self.runner._gpu_error(err) from None
+
+
 class _HotCall:
     """What ``Runner.hot_call`` makes: see there."""
 
-    __slots__ = ("steps", "array", "wmap", "rmap", "buffers", "c", "ticket", "handles")
+    __slots__ = ("steps", "wmap", "rmap", "buffers", "c", "ticket", "handles")
 
 
 class Steps(list):
@@ -1240,18 +1260,10 @@ class Runner:
                 self._remap.append(m)
                 self._count_pending(size)
 
-    @contextlib.contextmanager
-    def _dropped_on_failure(self, staging):
+    def _dropped_on_failure(self, staging) -> "_DroppedOnFailure":
         """Destroy the staging buffer ``staging`` if the block fails (it may be mid-map, so it
         must not go back to a pool), wgpu's errors raised as ours."""
-        try:
-            yield
-        except BaseException as err:
-            with self._lock:
-                self._destroy(staging)
-            if isinstance(err, wgpu.GPUError):
-                raise self._gpu_error(err) from None
-            raise
+        return _DroppedOnFailure(self, staging)
 
     # ------------------------------------------------------------------ small calls in one go
 
@@ -1265,18 +1277,19 @@ class Runner:
         n = self.path
         in_size, out_size = (in_nbytes + 3) & ~3, max(4, (out_nbytes + 3) & ~3)
         kit = _HotCall()
-        kit.steps = steps  # the bind groups and pipelines the C struct points at stay alive
-        kit.array = steps_array(n, steps)
+        # the bind groups and pipelines the C struct points at stay alive, and (a Steps list
+        # keeps it) the C array of them
+        kit.steps = steps if isinstance(steps, Steps) else Steps(steps)
         kit.wmap = n.new_map(self._create(in_size, _MAP_WRITE, mapped=True), in_size, done=True)
         kit.rmap = n.new_map(self._create(out_size, _MAP_READ), out_size)
         kit.buffers = (input_buffer, output_buffer)
         c = kit.c = n.hot_ffi.new("DmlCall *")
-        c.device, c.queue = n.c_device, n.c_queue
+        c.device, c.queue = n.handle, n.queue
         c.wstaging, c.wstate, c.input, c.in_size = kit.wmap.buffer._internal, kit.wmap.state, \
             input_buffer._internal, in_size
         if clear:
             c.clear, c.clear_size = output_buffer._internal, output_buffer.size
-        c.steps, c.n_steps = kit.array, len(steps)
+        c.steps, c.n_steps = steps_array(n, kit.steps), len(steps)
         c.output, c.out_offset = output_buffer._internal, 0
         c.rstaging, c.rstate, c.out_size = kit.rmap.buffer._internal, kit.rmap.state, out_size
         kit.ticket = n.hot_ffi.addressof(c, "ticket")
@@ -1287,7 +1300,7 @@ class Runner:
         """Run the kit's call on the bytes ``data`` into the uint8 array ``out``: the bytes
         copied into the upload staging (outside the lock: the kit is this thread's), then
         under the lock the work recorded before it and the call submitted together
-        (``dml_call``), then the read-back waited for and copied out. A kit that fails must
+        (``dml_record_call``, ``dml_submit_call``), then the read-back waited for and copied out. A kit that fails must
         not be run again (its staging may be mid-map)."""
         n = self.path
         self.check()
@@ -1414,15 +1427,9 @@ class Runner:
         """Wait for map ``m`` (outside the lock), copy its first ``out.nbytes`` bytes out,
         unmap, and keep the staging buffer for the next read. A failure on the way drops the
         buffer: it may still be mid-map."""
-        try:  # (``_dropped_on_failure`` written out: a small read's every microsecond counts)
+        with self._dropped_on_failure(m.buffer):
             self.path.wait(m, ticket)
             self.path.drain(m, out)
-        except BaseException as err:
-            with self._lock:
-                self._destroy(m.buffer)
-            if isinstance(err, wgpu.GPUError):
-                raise self._gpu_error(err) from None
-            raise
         with self._lock:
             for old in self._staging.put(m) if self._lost is None else [m]:
                 self._destroy(old.buffer)
