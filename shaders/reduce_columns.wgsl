@@ -4,7 +4,8 @@
 // advances their outputs' pairs together, so a warp reads 512 contiguous bytes per load.
 // COL_SKIP: each part of a quad is first tested against its outputs' bests on raw bits
 // (quick_lanes_pass, the key module's), and only a part that may win gets exact keys. The
-// plan checked that every quad is aligned and that a thread's quads lie in one row.
+// plan checked that every quad is aligned and that a thread's quads lie in one row, so one
+// output's offsets give the others' (the results are stored by store_columns*.wgsl).
 // Constants: WG, PER_QUAD (from load_quads.wgsl), COLQ, COL_SKIP, COL_INTERLEAVE, COL_UNROLL.
 
 const COL_OUTPUTS: u32 = COLQ * PER_QUAD;
@@ -17,13 +18,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (item >= groups * params.split.x) {
         return;
     }
-    let o = (item % groups) * COL_OUTPUTS;
-    let chunk = item / groups;
+    // Divisions by a uniform cost tens of instructions: none where there is one chunk.
+    let o = select(item % groups, item, ONE_CHUNK) * COL_OUTPUTS;
+    let chunk = select(item / groups, 0u, ONE_CHUNK);
     // COL_INTERLEAVE: chunk c takes rows c, c + split, ...; otherwise its run of rows.
     let step = select(1u, params.split.x, COL_INTERLEAVE);
     let start = select(chunk * params.split.y, chunk, COL_INTERLEAVE);
     let end = select(start + min(params.split.y, params.counts.y - start), params.counts.y, COL_INTERLEAVE);
-    let base = kept_offsets(o).x;
+    let offsets = kept_offsets(o);
+    let base = offsets.x;
 
     // Part p of quad j holds element w * PER_WORD + p of word w, which belongs to output
     // o + j * PER_QUAD + w * PER_WORD + p; each part's keys and indices advance as whole vectors.
@@ -70,10 +73,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
     }
-    for (var i = 0u; i < COL_OUTPUTS; i++) { // unroll
-        let j = i / PER_QUAD;
-        let p = i % PER_WORD;
-        let w = (i % PER_QUAD) / PER_WORD;
-        store_result(chunk * outputs + o + i, kept_offsets(o + i).y, Pair(best_key[j][p][w], best_index[j][p][w]));
-    }
+    store_outputs(chunk * outputs + o, offsets.y, best_key, best_index);
 }
