@@ -204,13 +204,15 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning = T
         window, base = inp.window(box)
         return plan(sub(box), caps, nan_mode, tuning, in_base=base, **kw), window
 
+    def out_window(box: Box, p: Plan, **kw) -> Piece:
+        window, base = out.window(box)
+        return Piece(dataclasses.replace(p, out_base=base, **kw), None, window)
+
     if all(len(grid[a]) == 1 for a in reduced):  # each piece reduces whole slices
         pieces = []
         for box in itertools.product(*grid):
-            in_window, in_base = inp.window(box)
-            out_win, out_base = out.window(box)
-            p = plan(sub(box), caps, nan_mode, tuning, in_base=in_base, out_base=out_base)
-            pieces.append(Piece(p, in_window, out_win))
+            p, in_window = piece_plan(box)
+            pieces.append(dataclasses.replace(out_window(box, p), input=in_window))
         return Schedule(tuple(pieces))
 
     # Groups of cells that share their kept ranges; each group's pairs fit the scratch.
@@ -257,8 +259,7 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning = T
                 pieces.append(Piece(dataclasses.replace(merge, out_base=(first - start) % 2**32,
                                                         out_limit=window.size // out.size), None, window))
         else:
-            window, base = out.window(whole)
-            pieces.append(Piece(dataclasses.replace(merge, out_base=base), None, window))
+            pieces.append(out_window(whole, merge))
         scratch = max(scratch, 16 * chunks * outputs)
     return Schedule(tuple(pieces), scratch)
 

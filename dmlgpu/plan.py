@@ -88,10 +88,6 @@ class Tuning:
     #: 2 against 1 on the H100, seg_classes +2.5%, tall_axis0 +1.6%, cols and wide_cols alike; 4
     #: costs cols 7%.
     columns_unroll: int = 2
-    #: Unsplit reduce_columns with INT32 / UINT32 outputs in aligned contiguous runs stores
-    #: them 16 bytes at a time (off: an output at a time). On the H100, interleaved in one
-    #: process, GB/s of input: seg_classes 2736 -> 2771, tall_axis0 2640 -> 2653.
-    columns_fours: bool = True
     #: Packed rows up to this many bytes go to reduce_rows: a block of whole quads a thread
     #: (or a segment a row), workgroups striding over the rows (0: the segments kernel).
     rows_max_bytes: int = 1024
@@ -169,7 +165,6 @@ class Plan:
     column_skip: bool  # reduce_columns: parts of quads that cannot win are skipped
     column_interleave: bool  # reduce_columns: a chunk takes every split-th row
     column_unroll: int  # reduce_columns: rows loaded before any is folded (1 for the other kernels)
-    column_fours: bool  # reduce_columns: its outputs stored as 16-byte runs of four indices
     row_stage: bool  # reduce_rows, a block of several rows a thread: results stored through workgroup memory
     no_keys: bool  # Tuning.bound_no_keys: an experiment whose answers are wrong
     unroll: bool  # Tuning.unroll: loops marked in the templates are written out
@@ -211,7 +206,12 @@ class Plan:
     @property
     def remaps_index(self) -> bool:
         """Whether reported indices step otherwise than row-major over ``reduced``."""
-        return remaps_index(self.reduced)
+        inner = 1
+        for d in reversed(self.reduced):
+            if d.index_stride != inner:
+                return True
+            inner *= d.size
+        return False
 
     @property
     def clears_output(self) -> bool:
@@ -320,25 +320,6 @@ def outputs_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Di
     return per_quad if aligned else 0
 
 
-def remaps_index(reduced: tuple[Dim, ...]) -> bool:
-    """Whether indices over these reduced dimensions step otherwise than row-major."""
-    inner = 1
-    for d in reversed(reduced):
-        if d.index_stride != inner:
-            return True
-        inner *= d.size
-    return False
-
-
-def index_fours(red: ArgReduction, kept: tuple[Dim, ...], reduced: tuple[Dim, ...], out_base: int) -> bool:
-    """Whether 32-bit indices may be stored four at a time from every multiple of four of
-    outputs: outputs contiguous along the last kept dimension, every run of four starting at
-    a multiple of four elements of the bound output, indices reported row-major."""
-    return (red.op != "hardmax" and red.output.data_type.size == 4 and bool(kept) and kept[-1].out_stride == 1
-            and kept[-1].size % 4 == 0 and out_base % 4 == 0 and all(d.out_stride % 4 == 0 for d in kept[:-1])
-            and not remaps_index(reduced))
-
-
 def row_blocks(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...], tuning: Tuning,
                in_base: int = 0) -> tuple[int, int] | None:
     """(threads a block, rows a block) of reduce_rows, or None where it does not serve: one
@@ -391,12 +372,11 @@ def _split(count: int, outputs: int, target: int, min_chunk: int, align: int, mo
 
 def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning: Tuning = Tuning(),
          in_base: int = 0, partials_only: bool = False, index_strides: dict[int, int] | None = None,
-         max_split: int | None = None, out_base: int = 0) -> Plan:
+         max_split: int | None = None) -> Plan:
     """The plan for one reduction (or one piece of one, see ``pieces.schedule``) on one adapter.
 
-    For a piece: ``in_base`` and ``out_base`` are the element offsets of the input's and the
-    output's first elements in their bound windows (their alignment decides whether 16-byte
-    loads and stores line up); ``partials_only``
+    For a piece: ``in_base`` is the element offset of the input's first element in its
+    bound window (its alignment decides whether 16-byte loads line up); ``partials_only``
     stores partial pairs for a merge that the schedule adds; ``index_strides`` are the whole
     reduction's (``simplify``); ``max_split`` bounds the chunks per output. The partial
     pairs of a split always fit one binding.
@@ -474,8 +454,6 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         column_skip=kernel == "reduce_columns" and tuning.columns_skip,
         column_interleave=kernel == "reduce_columns" and tuning.columns_interleave,
         column_unroll=tuning.columns_unroll if kernel == "reduce_columns" else 1,
-        column_fours=(kernel == "reduce_columns" and tuning.columns_fours and split == 1 and not partials_only
-                      and index_fours(red, kept, reduced, out_base)),
         row_stage=kernel == "reduce_rows" and segment == 1 and block_rows > 1 and staged_rows_fit(wg, block_rows),
         no_keys=tuning.bound_no_keys,
         unroll=tuning.unroll,
@@ -491,7 +469,6 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         merge_kernel=merge_kernel,
         merge_grid=merge_grid,
         in_base=in_base,
-        out_base=out_base,
         partials_only=partials_only,
         race=race,
     )

@@ -93,10 +93,6 @@ def shader_sources(plan: Plan) -> list[str]:
             stores = ["store_partial"]
         else:
             stores = [_store_part(plan), "store_direct"]
-        if plan.column_fours:
-            stores = ["store_columns_fours"]
-        elif plan.kernel == "reduce_columns":
-            stores.append("store_columns")
         passes.append(["common", *keys, plan.loader, "fold", *stores, plan.kernel])
     if plan.merge_kernel:
         passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
@@ -120,32 +116,24 @@ def integer_constants(text: str) -> dict:
     (booleans, ``select``, shifts) are left out."""
     values: dict = {}
     for name, expr in _CONST.findall(text):
-        value = _integer(expr, values)
-        if value is not None:
-            values[name] = value
+        expr = _INT.sub(r"\1", expr).replace("/", "//")
+        if not re.fullmatch(r"[\w\s()+\-*/%]+", expr):
+            continue
+        try:
+            values[name] = int(eval(expr, {"__builtins__": {}}, dict(values)))  # noqa: S307 (checked above)
+        except (NameError, SyntaxError, ZeroDivisionError):
+            continue
     return values
 
 
-def _integer(expr: str, known: dict) -> int | None:
-    """The value of a WGSL integer expression over literals and the ``known`` constants,
-    or None where it is something else."""
-    expr = _INT.sub(r"\1", expr).replace("/", "//")
-    if not re.fullmatch(r"[\w\s()+\-*/%]+", expr):
-        return None
-    try:
-        return int(eval(expr, {"__builtins__": {}}, dict(known)))  # noqa: S307 (checked above)
-    except (NameError, SyntaxError, ZeroDivisionError):
-        return None
-
-
-_UNROLL = re.compile(r"for \(var (\w+) = 0u; \1 < ([^;]+); \1\+\+\) \{ // unroll\n")
+_UNROLL = re.compile(r"for \(var (\w+) = 0u; \1 < (\w+); \1\+\+\) \{ // unroll\n")
 #: Loops with more trips than this stay loops.
 UNROLL_MAX = 16
 
 
 def unroll(text: str) -> str:
-    """Loops marked ``// unroll`` (``for (var k = 0u; k < N; k++) { // unroll``, N integer
-    arithmetic over literals and constants the text declares), written out as N blocks each with its own ``const k``: indices into a
+    """Loops marked ``// unroll`` (``for (var k = 0u; k < N; k++) { // unroll``, N a constant
+    the text declares), written out as N blocks each with its own ``const k``: indices into a
     thread's arrays are then constants, and the arrays can live in registers (a compiler that
     keeps a dynamically indexed array in memory makes every access a load). Their bodies hold
     no break or continue."""
@@ -153,8 +141,8 @@ def unroll(text: str) -> str:
     start = 0
     while (m := _UNROLL.search(text, start)) is not None:
         var, bound = m.groups()
-        trips = _integer(bound, known)
-        if trips is None or trips > UNROLL_MAX:
+        trips = known.get(bound, UNROLL_MAX + 1)
+        if trips > UNROLL_MAX:
             start = m.end()
             continue
         opening = m.start() + m.group(0).rindex("{")

@@ -5,7 +5,7 @@
 // COL_SKIP: each part of a quad is first tested against its outputs' bests on raw bits
 // (quick_lanes_pass, the key module's), and only a part that may win gets exact keys. The
 // plan checked that every quad is aligned and that a thread's quads lie in one row, so one
-// output's offsets give the others' (the results are stored by store_columns*.wgsl).
+// output's offsets give the others'.
 // Constants: WG, PER_QUAD (from load_quads.wgsl), COLQ, COL_SKIP, COL_INTERLEAVE, COL_UNROLL.
 
 const COL_OUTPUTS: u32 = COLQ * PER_QUAD;
@@ -18,7 +18,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (item >= groups * params.split.x) {
         return;
     }
-    // Divisions by a uniform cost tens of instructions: none where there is one chunk.
+    // A division by a uniform costs tens of instructions: none where there is one chunk.
     let o = select(item % groups, item, ONE_CHUNK) * COL_OUTPUTS;
     let chunk = select(item / groups, 0u, ONE_CHUNK);
     // COL_INTERLEAVE: chunk c takes rows c, c + split, ...; otherwise its run of rows.
@@ -73,5 +73,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
     }
-    store_outputs(chunk * outputs + o, offsets.y, best_key, best_index);
+    let out_step = params.kept_out[(KEPT_RANK - 1u) / 4u][(KEPT_RANK - 1u) % 4u];
+    for (var i = 0u; i < COL_OUTPUTS; i++) { // unroll
+        let j = i / PER_QUAD;
+        let p = i % PER_WORD;
+        let w = (i % PER_QUAD) / PER_WORD;
+        store_result(chunk * outputs + o + i, offsets.y + i * out_step, Pair(best_key[j][p][w], best_index[j][p][w]));
+    }
 }

@@ -1023,41 +1023,36 @@ def test_columns_of_two_quads_need_whole_pairs_of_quads(columns_device):
     assert_same(*run_both("argmax", x, (0, 1), columns_device, axis_direction="decreasing"))
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["fours", "one-at-a-time"])
-def unsplit_columns_device(request):
-    from dmlgpu.plan import Tuning
-
-    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, columns_fours=request.param))
-
-
 @pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
-def test_unsplit_columns_store_runs_of_four(unsplit_columns_device, data_type):
-    """A middle axis reduced as seg_classes is, unsplit: 32-bit indices leave in 16-byte runs
-    (each run gathered from the parts and lanes of a thread's quads: 1, 2 or 4 elements a
-    word), 64-bit ones and HARDMAX an output at a time; every op, direction and NaN mode."""
-    rng = np.random.default_rng(zlib.crc32(b"fours" + data_type.name.encode()))
+def test_unsplit_columns_of_a_middle_axis(device, data_type):
+    """A middle axis reduced as seg_classes is, unsplit, a thread a quad of outputs: their
+    offsets step from the first output's, along packed outputs and outputs two elements
+    apart; 1, 2 or 4 elements a word; every op, direction and NaN mode."""
+    rng = np.random.default_rng(zlib.crc32(b"middle" + data_type.name.encode()))
     per_quad = 16 // data_type.size
+    width = 2 * per_quad
     rows = hard_rows(data_type, 21, rng)  # (rows, 21): each becomes a column
-    x = rows[rng.permutation(np.arange(3 * 2 * per_quad) % len(rows))].T.reshape(21, 3, 2 * per_quad)
-    x = np.ascontiguousarray(np.moveaxis(x, 0, 1))  # (3, 21, 2 quads): axis 1 reduced
-    fours = unsplit_columns_device.tuning.columns_fours
+    x = rows[rng.permutation(np.arange(3 * width) % len(rows))].T.reshape(21, 3, width)
+    x = np.ascontiguousarray(np.moveaxis(x, 0, 1))  # (3, 21, width): axis 1 reduced
     ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
     for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
         if op == "hardmax" and direction == "decreasing":
             continue
-        kwargs = {"nan_mode": ("ignore", "propagate")[i // 2 % 2]} if data_type.is_float else {}
-        if op != "hardmax":
-            kwargs.update(axis_direction=direction, output_data_type=INDEX_TYPES[i % 4])
+        nan = {"nan_mode": ("ignore", "propagate")[i // 2 % 2]} if data_type.is_float else {}
         if op == "hardmax":
-            desc = ActivationHardmax1OperatorDesc(TensorDesc(data_type, x.shape), axes=[1])
+            descs = [ActivationHardmax1OperatorDesc(TensorDesc(data_type, x.shape), axes=[1])]
+            want = oracle.hardmax(x, 1, **nan)
         else:
-            cls = {"argmax": ArgMaxOperatorDesc, "argmin": ArgMinOperatorDesc}[op]
-            out = TensorDesc(INDEX_TYPES[i % 4].upper(), (3, 1, x.shape[2]))
-            desc = cls(TensorDesc(data_type, x.shape), out, axes=[1], axis_direction=direction)
-        p = unsplit_columns_device.compile(desc).plan
-        assert (p.kernel, p.split) == ("reduce_columns", 1)
-        assert p.column_fours == (fours and op != "hardmax" and INDEX_TYPES[i % 4].endswith("32"))
-        assert_same(*run_both(op, x, 1, unsplit_columns_device, **kwargs))
+            out_type = INDEX_TYPES[i % 4]
+            descs = [cls(TensorDesc(data_type, x.shape), TensorDesc(out_type.upper(), (3, 1, width), strides),
+                         axes=[1], axis_direction=direction)
+                     for cls in [{"argmax": ArgMaxOperatorDesc, "argmin": ArgMinOperatorDesc}[op]]
+                     for strides in (None, (2 * width + 4, 2 * width + 4, 2))]
+            want = getattr(oracle, op)(x, 1, axis_direction=direction, output_data_type=out_type, **nan)
+        for desc in descs:
+            compiled = device.compile(desc, **nan)
+            assert (compiled.plan.kernel, compiled.plan.split) == ("reduce_columns", 1)
+            assert_same(compiled.run(device.upload(x)).numpy(), want)
 
 
 def test_racing_words_start_at_zero_even_in_a_pooled_buffer(device):

@@ -7,7 +7,6 @@ import pytest
 
 from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, TensorDesc
 from dmlgpu.plan import Capabilities, Dim, Tuning, grid_for, merge_dims, plan, simplify
-from dmlgpu.wgsl import shader_sources
 
 CAPS = Capabilities(max_storage_binding=2**31 - 4, max_buffer=2**32, max_workgroups_per_dim=65535, shader_int64=True)
 
@@ -218,36 +217,13 @@ def test_columns_take_two_quads_where_a_kept_row_holds_pairs_of_them_and_the_red
     assert (rows.column_quads, rows.column_skip, rows.column_unroll) == (1, False, 1)  # not a columns plan
 
 
-def test_unsplit_columns_store_runs_of_four_where_they_line_up():
-    from dmlgpu.plan import index_fours
-
-    seg = argmax_plan((16, 21, 512, 512), [1])
-    assert (seg.kernel, seg.split, seg.column_fours) == ("reduce_columns", 1, True)
-    assert "dst: array<vec4<u32>>" in shader_sources(seg)[0]
-    assert "dst: array<u32>" in shader_sources(argmax_plan((16, 21, 512, 512), [1], tuning=Tuning(columns_fours=False)))[0]
-    assert not argmax_plan((65536, 4096), [0]).column_fours  # split: pairs race or merge
-    assert not argmax_plan((16, 21, 512, 512), [1], tuning=Tuning(columns_fours=False)).column_fours
-    assert not argmax_plan((4096, 65536), [1]).column_fours  # not a columns plan
-    int64 = ArgMaxOperatorDesc(TensorDesc("FLOAT32", (8, 64)), TensorDesc("INT64", (1, 64)), axes=[0])
-    assert not plan(int64.lower(), CAPS).column_fours
-    hardmax = ActivationHardmax1OperatorDesc(TensorDesc("FLOAT32", (8, 64)), axes=[0])
-    assert plan(hardmax.lower(), CAPS).kernel == "reduce_columns" and not plan(hardmax.lower(), CAPS).column_fours
-    strided = ArgMaxOperatorDesc(TensorDesc("FLOAT32", (8, 64)), TensorDesc("UINT32", (1, 64), (128, 2)), axes=[0])
-    assert not plan(strided.lower(), CAPS).column_fours  # outputs two elements apart
-    red = ArgMaxOperatorDesc(TensorDesc("FLOAT32", (8, 64)), axes=[0]).lower()
-    kept, reduced = simplify(red)
-    assert index_fours(red, kept, reduced, 0) and not index_fours(red, kept, reduced, 2)  # a piece's window
-    assert not plan(red, CAPS, out_base=6).column_fours and plan(red, CAPS, out_base=8).column_fours
-
-
 def test_marked_loops_are_written_out_with_constant_indices():
-    from dmlgpu.wgsl import UNROLL_MAX, integer_constants, template, unroll
+    from dmlgpu.wgsl import UNROLL_MAX, integer_constants, shader_sources, template, unroll
 
     loop = "for (var k = 0u; k < N; k++) { // unroll\n    a[k] = b[k];\n}\n"
     two = "const N: u32 = 4u / 2u;\n"
     assert unroll(two + loop) == two + "{ const k = 0u;\n    a[k] = b[k];\n}{ const k = 1u;\n    a[k] = b[k];\n}\n"
     assert unroll(loop) == loop  # an undeclared bound stays a loop
-    assert unroll("const M = 8u;\n" + loop.replace("k < N", "k < M / 4u")) == unroll(two + loop).replace(two, "const M = 8u;\n")
     many = f"const N = {UNROLL_MAX + 1}u;\n"
     assert unroll(many + loop) == many + loop
     with pytest.raises(ValueError, match="breaks or continues"):
@@ -257,5 +233,5 @@ def test_marked_loops_are_written_out_with_constant_indices():
     first = shader_sources(cols)[0]
     assert "// unroll" not in first and "const u = 1u;" in first  # COL_UNROLL rows, written out
     off = shader_sources(argmax_plan((65536, 4096), [0], tuning=Tuning(unroll=False)))[0]
-    marked = sum(template(name).count("// unroll") for name in ("load_quads", "reduce_columns", "store_columns"))
+    marked = sum(template(name).count("// unroll") for name in ("load_quads", "reduce_columns"))
     assert off.count("// unroll") == marked and "const u = " not in off
