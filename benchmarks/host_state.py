@@ -1,80 +1,146 @@
-"""Small calls before and after the process touches GiBs of host memory.
+"""Small calls as the process changes state: which part of a call moves, and why.
 
-    python benchmarks/host_state.py MODE
+    python benchmarks/host_state.py [STATE,STATE,...] [--calls 1000]
 
-MODE is one of ``buffer`` (allocate and free a 1 GiB GPU buffer), ``hostcopy`` (copy 1 GiB
-host to host on 16 threads, no GPU), ``upload`` (upload 1 GiB), ``call`` (a NumPy argmax of a
-1 GiB array, three times); every mode first makes a 1 GiB host array. Run one mode per fresh
-process. For each state (fresh, after, 3 s after): the p50 of a NumPy argmax and of a
-resident one over a (1, 151936) FLOAT32 row, and the bare wgpu-native round trip
-(``Runner.bare_round_trips``), in microseconds. On the H100 host every figure rose 30-60%
-after any mode, and stayed so: docs/performance.md.
+In one process, a (1, 151936) FLOAT32 argmax is timed in each state in turn, after the step
+that makes it (default: fresh,big,free,trim,sleep,torch,cupy,threads,fresh):
+
+- ``fresh``: nothing done (again later: time alone);
+- ``big``: a 1 GiB host array made and kept; ``free``: it dropped; ``trim``: ``malloc_trim(0)``;
+- ``upload``, ``call``: that array uploaded, or reduced by a NumPy argmax (made if not kept);
+- ``sleep``: 3 s idle; ``threads``: 16 threads made and joined;
+- ``torch``, ``cupy``: that library imported and a CUDA context made (skipped without it).
+
+Each state prints p50 us of the NumPy call's kit steps one by one (waiting for the upload
+staging, the copy into it, record + submit, waiting for the result, the copy out), of the
+NumPy call and the resident call through the API, and of the bare wgpu-native round trip
+(``Runner.bare_round_trips``); then per call, from ``getrusage``, minor and major page
+faults and voluntary and involuntary context switches of each.
 """
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
+import ctypes
+import ctypes.util
+import gc
+import resource
 import statistics
-import sys
 import time
 
 import numpy as np
 
 import dmlgpu
-from dmlgpu.runner import copy_in_parts
 
-MODES = ("buffer", "hostcopy", "upload", "call")
+STATES = ("fresh", "big", "free", "trim", "upload", "call", "sleep", "threads", "torch", "cupy")
+
+
+def usage() -> np.ndarray:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return np.array([r.ru_minflt, r.ru_majflt, r.ru_nvcsw, r.ru_nivcsw], float)
 
 
 def main() -> None:
-    mode = sys.argv[1] if len(sys.argv) > 1 else ""
-    if mode not in MODES:
-        raise SystemExit(f"usage: host_state.py {{{','.join(MODES)}}}")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("states", nargs="?", default="fresh,big,free,trim,sleep,torch,cupy,threads,fresh")
+    parser.add_argument("--calls", type=int, default=1000)
+    args = parser.parse_args()
+    states = args.states.split(",")
+    if unknown := [s for s in states if s not in STATES]:
+        raise SystemExit(f"unknown states {unknown}; known: {','.join(STATES)}")
     device = dmlgpu.Device()
-    runner = device.runner
+    runner, path = device.runner, device.runner.path
+    if path.name != "native":
+        raise SystemExit(f"the {path.name} path has no kits: run on the native path")
     x = np.random.default_rng(0).standard_normal((1, 151936)).astype(np.float32)
     resident = device.upload(x)
+    for _ in range(300):
+        dmlgpu.argmax(x, 1, device=device)
+    kit = device.by_call.get(next(iter(device.by_call)))._kits[0].call
+    data, out = x.reshape(-1).view(np.uint8), np.empty(4, np.uint8)
     clock = time.perf_counter_ns
+    print(f"{device.name}; (1, 151936) FLOAT32, {args.calls} calls a measure; p50 us; "
+          "faults/major/voluntary/involuntary switches a call")
 
     def measure(label: str) -> None:
-        for _ in range(200):
+        steps = {k: [] for k in ("wait staging", "copy in", "submit", "wait", "copy out")}
+        api, res = [], []
+        u0 = usage()
+        for _ in range(args.calls):
+            t0 = clock()
+            path.wait(kit.wmap, None)
+            t1 = clock()
+            path.fill(kit.wmap, data)
+            t2 = clock()
+            with runner._lock:
+                path.call(kit.c, [], kit.handles)
+            t3 = clock()
+            path.wait(kit.rmap, kit.ticket)
+            t4 = clock()
+            path.drain(kit.rmap, out)
+            t5 = clock()
+            for k, a, b in zip(steps, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5)):
+                steps[k].append((b - a) / 1e3)
+        u1 = usage()
+        for _ in range(args.calls):
+            t0 = clock()
             dmlgpu.argmax(x, 1, device=device)
-        numpy_times, resident_times = [], []
-        for _ in range(20):
-            for _ in range(25):
-                t0 = clock()
-                dmlgpu.argmax(x, 1, device=device)
-                numpy_times.append((clock() - t0) / 1e3)
-            for _ in range(25):
-                t0 = clock()
-                r = dmlgpu.argmax(resident, 1, device=device)
-                r.numpy()
-                r.release()
-                resident_times.append((clock() - t0) / 1e3)
-        bare = runner.bare_round_trips(500)
-        bound = f"{np.median(bare) * 1e6:6.1f}" if bare is not None else "     -"
-        print(f"{mode:9} {label:10} NumPy {statistics.median(numpy_times):6.1f}  "
-              f"resident {statistics.median(resident_times):6.1f}  wgpu-native {bound}")
+            api.append((clock() - t0) / 1e3)
+        u2 = usage()
+        for _ in range(args.calls):
+            t0 = clock()
+            r = dmlgpu.argmax(resident, 1, device=device)
+            r.numpy()
+            r.release()
+            res.append((clock() - t0) / 1e3)
+        u3 = usage()
+        bare = runner.bare_round_trips(args.calls)
+        u4 = usage()
 
-    measure("fresh")
-    big = np.random.default_rng(1).standard_normal((4096, 65536)).astype(np.float32)
-    if mode == "upload":
-        for _ in range(3):
+        def per(d):
+            return "/".join(f"{v / args.calls:.2f}" for v in d)
+
+        print(f"{label:8} " + "  ".join(f"{k} {statistics.median(v):5.1f}" for k, v in steps.items())
+              + f" | NumPy {statistics.median(api):6.1f}  resident {statistics.median(res):6.1f}"
+              + f"  wgpu-native {np.median(bare) * 1e6:5.1f} | kit {per(u1 - u0)}  NumPy {per(u2 - u1)}"
+              + f"  resident {per(u3 - u2)}  bare {per(u4 - u3)}", flush=True)
+
+    big = None
+    for state in states:
+        if state in ("big", "upload", "call") and big is None:
+            big = np.ones((4096, 65536), np.float32)
+        if state == "free":
+            big = None
+            gc.collect()
+        elif state == "trim":
+            ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
+        elif state == "upload":
             device.upload(big).release()
-    elif mode == "buffer":
-        for _ in range(3):
-            runner.free(runner.storage(big.nbytes), keep=False)
-    elif mode == "hostcopy":
-        dst = np.empty_like(big)
-        with concurrent.futures.ThreadPoolExecutor(16) as pool:
-            for _ in range(3):
-                copy_in_parts(pool, dst.reshape(-1).view(np.uint8), big.reshape(-1).view(np.uint8), 16)
-    else:
-        for _ in range(3):
+        elif state == "call":
             dmlgpu.argmax(big, 1, device=device)
-    measure("after")
-    time.sleep(3)
-    measure("after 3 s")
+        elif state == "sleep":
+            time.sleep(3)
+        elif state == "threads":
+            with concurrent.futures.ThreadPoolExecutor(16) as pool:
+                list(pool.map(lambda i: sum(range(200_000)), range(64)))
+        elif state == "torch":
+            try:
+                import torch
+            except ImportError:
+                print("torch: not importable, skipped")
+                continue
+            torch.zeros(1, device="cuda")
+            torch.cuda.synchronize()
+        elif state == "cupy":
+            try:
+                import cupy
+            except ImportError:
+                print("cupy: not importable, skipped")
+                continue
+            cupy.zeros(1)
+            cupy.cuda.Device().synchronize()
+        measure(state)
 
 
 if __name__ == "__main__":
