@@ -11,11 +11,12 @@ that makes it (default: fresh,big,free,trim,sleep,torch,cupy,threads,fresh):
 - ``sleep``: 3 s idle; ``threads``: 16 threads made and joined;
 - ``torch``, ``cupy``: that library imported and a CUDA context made (skipped without it).
 
-Each state prints p50 us of the NumPy call's kit steps one by one (waiting for the upload
-staging, the copy into it, record + submit, waiting for the result, the copy out), of the
-NumPy call and the resident call through the API, and of the bare wgpu-native round trip
-(``Runner.bare_round_trips``); then per call, from ``getrusage``, minor and major page
-faults and voluntary and involuntary context switches of each.
+Each state prints p50 us of the NumPy call's kit steps one by one (``dmlgpu/_hot.c`` behind
+each: waiting for the upload staging, the copy into it, record + submit, waiting for the
+result, the copy out), of the NumPy call and the resident call through the API, and of the
+bare wgpu-native round trip (``Runner.bare_round_trips``); then per call, from ``getrusage``,
+minor and major page faults and voluntary and involuntary context switches of each. First,
+a host-to-host ``np.copyto`` of the row's bytes, beside which to read the copy into staging.
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ def main() -> None:
     kit = device.by_call.get(next(iter(device.by_call)))._kits[0].call
     data, out = x.reshape(-1).view(np.uint8), np.empty(4, np.uint8)
     clock = time.perf_counter_ns
+    copy, host = np.empty_like(data), []
+    for _ in range(args.calls):
+        t0 = clock()
+        np.copyto(copy, data)
+        host.append((clock() - t0) / 1e3)
+    print(f"np.copyto of the same {data.nbytes} bytes, host to host: {statistics.median(host):.1f} us")
     print(f"{device.name}; (1, 151936) FLOAT32, {args.calls} calls a measure; p50 us; "
           "faults/major/voluntary/involuntary switches a call")
 
