@@ -1,0 +1,78 @@
+"""What bounds HARDMAX over rows: its write and its read, each timed alone, beside it.
+
+    python benchmarks/hardmax_split.py
+
+On the default adapter, in one process, interleaved over five rounds (median GPU time of
+five runs each, from timestamp queries), for the full suite's ``hardmax_rows`` input:
+a kernel that only writes zeros over a buffer of the input's size (16-byte stores,
+``UNROLL`` stores a thread per step, over ``GROUPS`` workgroups of 256), ``clear_buffer``
+(wgpu's own fill), our HARDMAX, and our ARGMAX over the same rows (which only reads them).
+HARDMAX zeroes its output and reads its input: the fastest write plus the argmax is what it
+can take at best, to set beside torch's HARDMAX in the bench.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import dmlgpu
+from dmlgpu.bench import host_data, load_suite, warm_up
+from dmlgpu.wgsl import unroll
+
+WRITE = """
+struct Params { counts: vec4<u32>, }
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
+const WG: u32 = 256u;
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let n = params.counts.x;
+    let stride = groups.x * WG;
+    if (n == 0xffffffffu) { dst[0] = src[0]; }  // never: keeps binding 1 in the layout
+    for (var i = gid.x; i < n; i += UNROLL * stride) {
+        for (var k = 0u; k < UNROLL; k++) { // unroll
+            if (i + k * stride < n) { dst[i + k * stride] = vec4<u32>(0u); }
+        }
+    }
+}
+"""
+
+
+def main() -> None:
+    device = dmlgpu.Device()
+    runner = device.runner
+    warm_up(runner, 256 << 20, 1.5)
+    cases = {c.name: c for c in load_suite("full").cases}
+    x = host_data(cases["hardmax_rows"], np.random.default_rng(0))
+    nbytes = x.nbytes
+    hardmax = device.compile(cases["hardmax_rows"].descriptor())
+    argmax = device.compile(cases["rows"].descriptor())
+    src = device.upload(x, hardmax.input_desc)
+    out, indices = device.empty(hardmax.output_desc), device.empty(argmax.output_desc)
+    target = runner.storage(nbytes)
+    count = runner.uniform(np.array([nbytes // 16, 0, 0, 0], np.uint32))
+    variants = {}
+    for per_step in (1, 2, 4, 8):
+        pipeline = runner.pipeline(unroll(f"const UNROLL: u32 = {per_step}u;\n" + WRITE))
+        for groups in (1056, 4224, 16384, 65535):
+            steps = [(pipeline, runner.bind(count, src._buffer, target), (groups, 1, 1))]
+            variants[f"write x{per_step}, {groups} groups"] = lambda s=steps: np.median(runner.gpu_times(s, repeats=5))
+    nothing = runner.uniform(np.zeros(4, np.uint32))
+    one = [(runner.pipeline(unroll("const UNROLL: u32 = 1u;\n" + WRITE)), runner.bind(nothing, src._buffer, target),
+            (1, 1, 1))]
+    variants["clear_buffer"] = lambda: np.median(runner.gpu_times(one, clear=[target], repeats=5))
+    variants["our HARDMAX"] = lambda: np.median(hardmax.gpu_times(src, out, 5))
+    variants["our ARGMAX (reads only)"] = lambda: np.median(argmax.gpu_times(src, indices, 5))
+    times: dict[str, list] = {k: [] for k in variants}
+    for _ in range(5):
+        for k, fn in variants.items():
+            times[k].append(fn())
+    print(f"{device.name}; {nbytes} bytes; median GPU time of 5 interleaved rounds")
+    for k, v in times.items():
+        t = float(np.median(v))
+        print(f"{k:26} {t * 1e6:8.1f} us  {nbytes / t / 1e9:6.0f} GB/s")
+
+
+if __name__ == "__main__":
+    main()
