@@ -50,10 +50,11 @@ class LruCache(OrderedDict):
 
     def get(self, key, default=None):
         with self._lock:
-            if key in self:
+            try:
                 self.move_to_end(key)
-                return OrderedDict.__getitem__(self, key)
-            return default
+            except KeyError:
+                return default
+            return OrderedDict.__getitem__(self, key)
 
     def __setitem__(self, key, value):
         with self._lock:

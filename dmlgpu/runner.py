@@ -22,7 +22,9 @@ Objects are created through wgpu-py either way, so that their lifetimes stay wgp
   command encoder, so a call interrupted while recording (an error, Ctrl-C) drops only its
   own encoder and never leaves a shared one half-written or locked; a pending encoder has
   no pass open, and a read-back adds its copy to the last one (one command buffer for a
-  small call's passes and its read-back: 9 us less than two on the H100).
+  small call's passes and its read-back: 9 us less than two on the H100). On the native
+  path a dispatch stays its steps until the submit (``_Deferred``), which records it, under
+  the lock, with the read-back that follows it in one C call.
 - ``calls`` (a second lock) is held by each call that waits for the GPU, from its submit to
   its read-back (a NumPy call, a read, a large transfer): one such call at a time. Measured
   on the H100 with 8 threads making small calls: 2867 calls/s this way, 642 when every thread
@@ -597,10 +599,22 @@ class _Native:
             c = self.hot_ffi.new("DmlCall *")
             c.device, c.queue, c.rstaging, c.rstate, c.out_size = self.handle, self.queue, m.buffer._internal, \
                 m.state, m.size
-            m.call = (c, self.hot_ffi.addressof(c, "ticket"))
-        c, ticket = m.call
+            m.call = (c, self.hot_ffi.addressof(c, "ticket"), self.hot_ffi.new("void *[1]"))
+        c, ticket, handles = m.call
         c.output, c.out_offset = src._internal, offset
-        self.call(c, encoders)
+        if len(encoders) == 1 and type(encoders[0]) is _Deferred and len(encoders[0].clear) <= 1:
+            # one dispatch then this read: recorded together, in one encoder, by one C call
+            d = encoders[0]
+            array = steps_array(self, d.steps)
+            c.steps, c.n_steps = array, len(d.steps)
+            if d.clear:
+                c.clear, c.clear_size = d.clear[0]._internal, d.clear[0].size
+            try:
+                self.call(c, [], handles)
+            finally:
+                c.steps, c.n_steps, c.clear, c.clear_size = self.null, 0, self.null, 0
+        else:
+            self.call(c, encoders)
         return ticket  # valid while the map is held
 
     def call(self, c, pending: list, handles=None) -> None:
@@ -729,6 +743,26 @@ class _NativeEncoder:
         if self.enc is not None:
             enc, self.enc = self.enc, None
             self.n.lib.wgpuCommandEncoderRelease(enc)
+
+
+class _Deferred:
+    """A dispatch on the native path, recorded when it is submitted rather than when it is
+    made: a read that follows it alone records both with one C call (``_Native.submit``);
+    any other submit has ``take`` record it into an encoder of its own first, as a dispatch
+    was recorded before. Pending like an encoder (``take``, ``drop``)."""
+
+    __slots__ = ("n", "steps", "clear")
+
+    def __init__(self, native: _Native, steps, clear):
+        self.n, self.steps, self.clear = native, steps, clear or ()
+
+    def take(self):
+        encoder = _NativeEncoder(self.n)
+        encoder.record(self.clear, self.steps)
+        return encoder.take()
+
+    def drop(self) -> None:
+        pass
 
 
 class _DroppedOnFailure:
@@ -869,6 +903,7 @@ class Runner:
         self.path = self._choose_path()
         if self.path.name == "native" and self.adapter.info["adapter_type"] != "CPU":
             self.path.spin_s = SPIN_S
+        self._defers = isinstance(self.path, _Native)  # dispatches are recorded at their submit (_Deferred)
         self._lock = threading.RLock()
         self.calls = threading.RLock()  # one call waiting for the GPU at a time (module docstring)
         # Finished command buffers of calls recorded since the last submit, and the bytes
@@ -1154,7 +1189,8 @@ class Runner:
             raise
 
     def dispatch(self, steps, *, clear=None, reads: int = 0) -> None:
-        """Record the steps (pipeline, bind group, grid), ``clear`` zeroed first.
+        """Record the steps (pipeline, bind group, grid), ``clear`` zeroed first (on the native
+        path: keep them, to be recorded at the submit).
 
         They run at the next submit: a read, a write, or at once when the work recorded since
         the last submit reads ``SUBMIT_EARLY_BYTES`` or more (``reads``: what these steps read),
@@ -1162,7 +1198,7 @@ class Runner:
         """
         with self._lock:
             self.check()
-            self._pending.append(self._encode(steps, clear))
+            self._pending.append(_Deferred(self.path, steps, clear) if self._defers else self._encode(steps, clear))
             self._count_pending(reads)
 
     def _count_pending(self, nbytes: int) -> None:

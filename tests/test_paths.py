@@ -83,6 +83,41 @@ def test_a_read_back_shares_the_command_buffer_of_work_recorded_before_it(device
         t.release()
 
 
+def test_a_dispatch_is_recorded_at_its_submit_and_with_the_read_after_it(device, monkeypatch):
+    """Native path: a dispatch stays its steps until the submit. One dispatch then a read are
+    recorded by one C call (no ``_Deferred.take``); several, or one then other work, each
+    record on their own, in order. The read's ``DmlCall`` forgets the steps it ran: a later
+    read through the same staging only copies (it would otherwise run them again)."""
+    import numpy as np
+
+    from dmlgpu import oracle
+
+    rng = np.random.default_rng(9)
+    xs = [rng.standard_normal((4, 300)).astype(np.float32) for _ in range(2)]
+    tensors = [device.upload(x) for x in xs]
+    if device.runner.path.name != "native":
+        r = dmlgpu.argmax(tensors[0], 1)
+        assert not isinstance(device.runner._pending[-1], runner._Deferred)
+        assert np.array_equal(r.numpy(), oracle.argmax(xs[0], 1))
+        return
+    taken = []
+    take = runner._Deferred.take
+    monkeypatch.setattr(runner._Deferred, "take", lambda self: taken.append(self) or take(self))
+    one = dmlgpu.argmax(tensors[0], 1)
+    assert np.array_equal(one.numpy(), oracle.argmax(xs[0], 1)) and taken == []  # fused
+    one.write(np.zeros(4, np.uint32))
+    assert one.numpy().ravel().tolist() == [0, 0, 0, 0]  # the staging's call copies only now
+    two = [dmlgpu.argmin(t, 1) for t in tensors]
+    clear = dmlgpu.hardmax(tensors[1], 1)  # a clear in the same submit
+    assert np.array_equal(two[1].numpy(), oracle.argmin(xs[1], 1)) and len(taken) == 3
+    assert np.array_equal(two[0].numpy(), oracle.argmin(xs[0], 1))
+    assert np.array_equal(clear.numpy(), oracle.hardmax(xs[1], 1))
+    last = dmlgpu.hardmax(tensors[0], 1)  # fused with its clear
+    assert np.array_equal(last.numpy(), oracle.hardmax(xs[0], 1)) and len(taken) == 3
+    for t in tensors + [one, *two, clear, last]:
+        t.release()
+
+
 # --- the native path's hot loop in C (_hot.c) ---------------------------------------------
 
 
