@@ -156,7 +156,7 @@ def _check_layout(tensor: Tensor, desc: TensorDesc, field: str) -> None:
         raise TypeError(f"{field} must be a dmlgpu Tensor, not {type(tensor).__name__}")
     tensor._alive(field)
     mine, theirs = tensor.desc, desc
-    if mine == theirs:  # (made for this descriptor: it holds its bytes)
+    if mine is theirs or mine == theirs:  # (made for this descriptor: it holds its bytes)
         return
     for name in ("data_type", "sizes", "element_strides"):
         if getattr(mine, name) != getattr(theirs, name):
@@ -267,6 +267,11 @@ class CompiledOperator:
         self._program = _Program(runner, schedule(self._reduction, runner.capabilities, self.nan_mode, device.tuning))
         self.schedule: Schedule = self._program.schedule
         self.plan: Plan = self.schedule.pieces[0].plan  # the first piece's (the only one, mostly)
+        # What each resident call asks for, found once: whether it clears its output first,
+        # the bytes it reads, the output's buffer spans.
+        self._clears = self.plan.clears_output
+        self._reads = self.input_desc.total_tensor_size_in_bytes
+        self._output_spans = buffer_spans(self.output_desc, runner.capabilities)
         self.sources: list[str] = self._program.sources
         self._streamed_program: _Program | None = None
         self._own_layouts = LruCache(16)  # array layouts checked to be the input descriptor's
@@ -276,7 +281,7 @@ class CompiledOperator:
         self._hot: bool | None = None
 
     def _clear(self, output: Tensor):
-        return output._buffers if self.plan.clears_output else None
+        return output._buffers if self._clears else None
 
     def run(self, input: Tensor, output: Tensor | None = None) -> Tensor:
         """Dispatch on GPU-resident tensors; returns the output tensor (new if not given)."""
@@ -284,11 +289,11 @@ class CompiledOperator:
         if input.device is not self.device:
             raise DataError(f"input is on {input.device!r}, but the operator was compiled for {self.device!r}")
         if output is None:
-            output = self.device.empty(self.output_desc)
+            output = self.device.empty(self.output_desc, self._output_spans)
         else:
             _check_layout(output, self.output_desc, "output")
         steps = self._program.flat_steps(input, output)
-        self.device.runner.dispatch(steps, clear=self._clear(output), reads=self.input_desc.total_tensor_size_in_bytes)
+        self.device.runner.dispatch(steps, clear=self._clear(output), reads=self._reads)
         return output
 
     def gpu_times(self, input: Tensor, output: Tensor, repeats: int = 10) -> np.ndarray:
@@ -486,11 +491,13 @@ class Device:
             raise
         return tensor
 
-    def empty(self, desc: TensorDesc) -> Tensor:
+    def empty(self, desc: TensorDesc, spans: list | None = None) -> Tensor:
         """An uninitialised tensor of this descriptor's size (in several buffers if it must).
-        If the GPU cannot hold it all, none of it is kept (``GPUMemoryError``)."""
+        If the GPU cannot hold it all, none of it is kept (``GPUMemoryError``). ``spans``:
+        ``pieces.buffer_spans`` of ``desc``, where the caller has them."""
         self.runner.check()
-        spans = self._spans.get(desc)
+        if spans is None:
+            spans = self._spans.get(desc)
         if spans is None:
             spans = self._spans[desc] = buffer_spans(desc, self.runner.capabilities)
         buffers = []
