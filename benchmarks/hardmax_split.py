@@ -9,7 +9,9 @@ kernel with its loads taken out: 16-byte stores, ``UNROLL`` a thread a step, ove
 several grids of workgroups of 256), ``clear_buffer``
 (wgpu's own fill), our HARDMAX, and our ARGMAX over the same rows (which only reads them).
 HARDMAX zeroes its output and reads its input: the fastest write plus the argmax is what it
-can take at best, to set beside torch's HARDMAX in the bench.
+can take at best, to set beside torch's HARDMAX in the bench. Beside them, the copy ceiling
+(``shaders/copy_ceiling.wgsl``, as ``bench.Ceiling`` runs it) over the same bytes with
+several grids, and torch's ``copy_`` of them where torch is importable: what a copy costs.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 import dmlgpu
-from dmlgpu.bench import host_data, load_suite, warm_up
+from dmlgpu.bench import COPY_CEILING_UNROLL, host_data, load_suite, warm_up
 from dmlgpu.wgsl import template, unroll
 
 #: The copy ceiling's kernel (shaders/copy_ceiling.wgsl) with its loads replaced by zeros:
@@ -51,16 +53,50 @@ def main() -> None:
     one = [(runner.pipeline(unroll("const UNROLL: u32 = 1u;\n" + WRITE)), runner.bind(nothing, src._buffer, target),
             (1, 1, 1))]
     variants["clear_buffer"] = lambda: np.median(runner.gpu_times(one, clear=[target], repeats=5))
+    copy = runner.pipeline(unroll(f"const UNROLL: u32 = {COPY_CEILING_UNROLL}u;\n" + template("copy_ceiling")))
+    for groups in (4096, 16384, 65535):
+        steps = [(copy, runner.bind(count, src._buffer, target), (groups, 1, 1))]
+        variants[f"copy ceiling, {groups} groups"] = lambda s=steps: np.median(runner.gpu_times(s, repeats=5))
+    torch_copy = _torch_copy(nbytes)
+    if torch_copy is not None:
+        variants["torch copy_"] = torch_copy
     variants["our HARDMAX"] = lambda: np.median(hardmax.gpu_times(src, out, 5))
     variants["our ARGMAX (reads only)"] = lambda: np.median(argmax.gpu_times(src, indices, 5))
     times: dict[str, list] = {k: [] for k in variants}
     for _ in range(5):
         for k, fn in variants.items():
             times[k].append(fn())
-    print(f"{device.name}; {nbytes} bytes; median GPU time of 5 interleaved rounds")
+    print(f"{device.name}; {nbytes} bytes; median GPU time of 5 interleaved rounds; GB/s of the bytes read or written"
+          " once (a copy and HARDMAX move twice as many)")
     for k, v in times.items():
         t = float(np.median(v))
         print(f"{k:26} {t * 1e6:8.1f} us  {nbytes / t / 1e9:6.0f} GB/s")
+
+
+def _torch_copy(nbytes: int):
+    """Seconds of torch's ``copy_`` of ``nbytes`` on its CUDA device (median of 5, CUDA
+    events), as a function; None without torch or CUDA."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    x = torch.empty(nbytes // 4, device="cuda")
+    y = torch.empty_like(x)
+
+    def timed() -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for _ in range(5):
+            start.record()
+            y.copy_(x)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) * 1e-3)
+        return float(np.median(times))
+
+    return timed
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def test_read_ceiling_folds_its_stride_with_max(device):
 @pytest.mark.parametrize("groups", [None, 2])  # a step a thread; 2 workgroups: several, the last ragged
 def test_copy_ceiling_copies_the_bytes(device, monkeypatch, groups):
     if groups:
-        monkeypatch.setattr(bench, "CEILING_MAX_GROUPS", groups)
+        monkeypatch.setitem(bench.CEILING_MAX_GROUPS, "copy", groups)
     vec4s = 3000
     rng = np.random.default_rng(2)
     words = rng.integers(0, 2**32, size=4 * vec4s, dtype=np.uint32)
