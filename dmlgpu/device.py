@@ -362,9 +362,8 @@ class CompiledOperator:
         call = None
         if len(source._buffers) == len(result._buffers) == 1:
             call = self.device.runner.hot_call(
-                self._program.flat_steps(source, result), source._buffers[0],
-                self.input_desc.total_tensor_size_in_bytes, result._buffers[0],
-                self.output_desc.total_tensor_size_in_bytes, self.plan.clears_output)
+                self._program.flat_steps(source, result), source._buffers[0], self._reads, result._buffers[0],
+                self.output_desc.total_tensor_size_in_bytes, self._clears)
         if call is None:
             self._hot = False
             source.release()

@@ -509,7 +509,7 @@ class _NativeMap:
     __slots__ = ("buffer", "size", "state", "call", "_drop")
 
     def __init__(self, hot, buffer, size: int, done: bool = False):
-        self.buffer, self.size, self.call = buffer, size, None  # call: a read's (DmlCall, ticket) (_Native.submit)
+        self.buffer, self.size, self.call = buffer, size, None  # call: a read's (DmlCall, ticket, handles) (_Native.submit)
         self.state = hot.dml_state_new(done)
         if not self.state:
             raise MemoryError("no memory for a map state")
@@ -605,10 +605,7 @@ class _Native:
         if len(encoders) == 1 and type(encoders[0]) is _Deferred and len(encoders[0].clear) <= 1:
             # one dispatch then this read: recorded together, in one encoder, by one C call
             d = encoders[0]
-            array = steps_array(self, d.steps)
-            c.steps, c.n_steps = array, len(d.steps)
-            if d.clear:
-                c.clear, c.clear_size = d.clear[0]._internal, d.clear[0].size
+            _kept = self.put_passes(c, d.steps, d.clear[0] if d.clear else None)  # its C array lives through the call
             try:
                 self.call(c, [], handles)
             finally:
@@ -616,6 +613,15 @@ class _Native:
         else:
             self.call(c, encoders)
         return ticket  # valid while the map is held
+
+    def put_passes(self, c, steps, clear=None):
+        """Set ``steps`` on the ``DmlCall`` ``c``, after the buffer ``clear`` zeroed (None:
+        none); their C array, which must live as long as ``c`` is run with them."""
+        array = steps_array(self, steps)
+        c.steps, c.n_steps = array, len(steps)
+        if clear is not None:
+            c.clear, c.clear_size = clear._internal, clear.size
+        return array
 
     def call(self, c, pending: list, handles=None) -> None:
         """The small call ``c`` (a ``DmlCall``) after the ``pending`` encoders, in one submit;
@@ -1323,9 +1329,7 @@ class Runner:
         c.device, c.queue = n.handle, n.queue
         c.wstaging, c.wstate, c.input, c.in_size = kit.wmap.buffer._internal, kit.wmap.state, \
             input_buffer._internal, in_size
-        if clear:
-            c.clear, c.clear_size = output_buffer._internal, output_buffer.size
-        c.steps, c.n_steps = steps_array(n, kit.steps), len(steps)
+        n.put_passes(c, kit.steps, output_buffer if clear else None)  # kit.steps keeps the array
         c.output, c.out_offset = output_buffer._internal, 0
         c.rstaging, c.rstate, c.out_size = kit.rmap.buffer._internal, kit.rmap.state, out_size
         kit.ticket = n.hot_ffi.addressof(c, "ticket")
