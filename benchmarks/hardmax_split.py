@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 import dmlgpu
-from dmlgpu.bench import COPY_CEILING_UNROLL, host_data, load_suite, warm_up
+from dmlgpu.bench import COPY_CEILING_UNROLL, find_peers, host_data, load_suite, warm_up
 from dmlgpu.wgsl import template, unroll
 
 #: The copy ceiling's kernel (shaders/copy_ceiling.wgsl) with its loads replaced by zeros:
@@ -57,9 +57,11 @@ def main() -> None:
     for groups in (4096, 16384, 65535):
         steps = [(copy, runner.bind(count, src._buffer, target), (groups, 1, 1))]
         variants[f"copy ceiling, {groups} groups"] = lambda s=steps: np.median(runner.gpu_times(s, repeats=5))
-    torch_copy = _torch_copy(nbytes)
-    if torch_copy is not None:
-        variants["torch copy_"] = torch_copy
+    torch = next((p for p in find_peers() if p.name == "torch"), None)  # the bench's timing of torch
+    if torch is not None:
+        x_t = torch.torch.empty(nbytes // 4, device="cuda")
+        y_t = torch.torch.empty_like(x_t)
+        variants["torch copy_"] = lambda: np.median(torch.gpu_times(lambda: y_t.copy_(x_t), 5))
     variants["our HARDMAX"] = lambda: np.median(hardmax.gpu_times(src, out, 5))
     variants["our ARGMAX (reads only)"] = lambda: np.median(argmax.gpu_times(src, indices, 5))
     times: dict[str, list] = {k: [] for k in variants}
@@ -71,33 +73,3 @@ def main() -> None:
     for k, v in times.items():
         t = float(np.median(v))
         print(f"{k:26} {t * 1e6:8.1f} us  {nbytes / t / 1e9:6.0f} GB/s")
-
-
-def _torch_copy(nbytes: int):
-    """Seconds of torch's ``copy_`` of ``nbytes`` on its CUDA device (median of 5, CUDA
-    events), as a function; None without torch or CUDA."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    x = torch.empty(nbytes // 4, device="cuda")
-    y = torch.empty_like(x)
-
-    def timed() -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(5):
-            start.record()
-            y.copy_(x)
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) * 1e-3)
-        return float(np.median(times))
-
-    return timed
-
-
-if __name__ == "__main__":
-    main()
