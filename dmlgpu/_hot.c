@@ -14,6 +14,7 @@
  * state orphaned and the callback frees it when it fires.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,9 +22,19 @@
 #include <string.h>
 #include <time.h>
 #include <sched.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 /* (POSIX only: runner.py does not build it on Windows, where the public path is used) */
 #define DML_EXPORT __attribute__((visibility("default")))
 static void dml_yield(void) { sched_yield(); }
+static void dml_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 static double dml_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -184,12 +195,154 @@ DML_EXPORT uint64_t dml_submit(const DmlFns *f, H queue, H *buffers, size_t coun
     return index;
 }
 
-/* Copy ``nbytes`` from ``data`` into the mapped buffer ``buffer`` (zeros up to ``size``) and
- * unmap it; 0, or -1 when the buffer has no mapped memory (a lost device). */
-DML_EXPORT int dml_fill(const DmlFns *f, H buffer, size_t size, const void *data, size_t nbytes) {
+/* Copies into mapped staging on several cores. Mapped upload staging is write-combined (on
+ * the H100, memory of the GPU's behind the PCIe bar): one core writes it at about 15 GB/s, a
+ * 600 KB input in 40-46 us; four cores together in about 21 us. ``DmlCopier``'s helper
+ * threads spin for ``spin_s`` after their last copy (so that a call that follows soon finds
+ * them awake), then sleep until the next. A copy is cut into chunks that whoever comes first
+ * claims, the caller included, so a copy never waits for a helper to wake up: at worst the
+ * caller copies every chunk itself. One copy uses the helpers at a time (others copy alone),
+ * and in a child forked after the helpers started (they are not there) the caller copies
+ * alone; ``dml_copier_stop`` ends them. */
+#define DML_MAX_HELPERS 16
+typedef struct {
+    /* the current copy's generation (high 32 bits), chunks (16) and next chunk to claim (16) */
+    _Atomic uint64_t claim;
+    _Atomic int done, sleeping, busy, stop;
+    char *dst; const char *src; size_t nbytes, chunk;
+    double spin_s;
+    unsigned forks; /* dml_forks when the helpers started */
+    int helpers;
+    pthread_mutex_t mu; pthread_cond_t wake;
+    pthread_t threads[DML_MAX_HELPERS];
+} DmlCopier;
+
+static _Atomic unsigned dml_forks;
+static void dml_forked(void) { atomic_fetch_add(&dml_forks, 1); }
+
+static uint32_t claim_gen(uint64_t c) { return (uint32_t)(c >> 32); }
+
+/* Copy the chunks of copy ``gen`` that are still unclaimed, one at a time. */
+static void copy_chunks(DmlCopier *p, uint32_t gen) {
+    uint64_t c = atomic_load(&p->claim);
+    for (;;) {
+        uint32_t chunks = (uint32_t)(c >> 16) & 0xFFFF, next = (uint32_t)c & 0xFFFF;
+        if (claim_gen(c) != gen || next >= chunks) return;
+        if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1)) continue;
+        /* claimed: the copy cannot end (and its fields change) before this chunk is done */
+        size_t first = (size_t)next * p->chunk;
+        size_t len = p->nbytes - first < p->chunk ? p->nbytes - first : p->chunk;
+        memcpy(p->dst + first, p->src + first, len);
+        atomic_fetch_add(&p->done, 1);
+        c = atomic_load(&p->claim);
+    }
+}
+
+static void *helper(void *arg) {
+    DmlCopier *p = (DmlCopier *)arg;
+#ifdef __linux__
+    prctl(PR_SET_NAME, "dmlgpu-copy", 0, 0, 0);
+#endif
+    uint32_t seen = claim_gen(atomic_load(&p->claim));
+    while (!atomic_load(&p->stop)) {
+        double until = dml_now() + p->spin_s;
+        unsigned spins = 0;
+        while (claim_gen(atomic_load(&p->claim)) == seen && !atomic_load(&p->stop)) {
+            if ((++spins & 255) == 0 && dml_now() > until) {
+                pthread_mutex_lock(&p->mu);
+                atomic_fetch_add(&p->sleeping, 1);
+                while (claim_gen(atomic_load(&p->claim)) == seen && !atomic_load(&p->stop))
+                    pthread_cond_wait(&p->wake, &p->mu);
+                atomic_fetch_sub(&p->sleeping, 1);
+                pthread_mutex_unlock(&p->mu);
+            }
+            dml_pause();
+        }
+        seen = claim_gen(atomic_load(&p->claim));
+        copy_chunks(p, seen);
+    }
+    return NULL;
+}
+
+static pthread_once_t dml_fork_hook = PTHREAD_ONCE_INIT;
+static void dml_hook_forks(void) { pthread_atfork(NULL, NULL, dml_forked); }
+
+/* A copier with ``helpers`` threads (at most DML_MAX_HELPERS); NULL if none could start. */
+DML_EXPORT DmlCopier *dml_copier_start(int helpers, double spin_s) {
+    if (helpers < 1) return NULL;
+    if (helpers > DML_MAX_HELPERS) helpers = DML_MAX_HELPERS;
+    DmlCopier *p = (DmlCopier *)calloc(1, sizeof(DmlCopier));
+    if (!p) return NULL;
+    pthread_once(&dml_fork_hook, dml_hook_forks);
+    p->spin_s = spin_s;
+    p->forks = atomic_load(&dml_forks);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    while (p->helpers < helpers && pthread_create(&p->threads[p->helpers], NULL, helper, p) == 0) p->helpers++;
+    if (!p->helpers) {
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* How many helpers ``p`` has running (0 in a forked child). */
+DML_EXPORT int dml_copier_helpers(const DmlCopier *p) {
+    return p->forks == atomic_load(&dml_forks) ? p->helpers : 0;
+}
+
+/* End the helpers (they finish any chunk they hold) and free ``p``. In a forked child the
+ * helpers are not there, and their lock may have been copied held: ``p`` is left as it is. */
+DML_EXPORT void dml_copier_stop(DmlCopier *p) {
+    if (!p || !dml_copier_helpers(p)) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->helpers; i++) pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+/* dst[:n] = src[:n], on the helpers of ``p`` as well when they are free and ``n`` is at
+ * least ``parallel_above`` (``p`` NULL: on this thread). */
+static void dml_copy(DmlCopier *p, void *dst, const void *src, size_t n, size_t parallel_above) {
+    int free_now = 0;
+    if (!p || n < parallel_above || !dml_copier_helpers(p) ||
+        !atomic_compare_exchange_strong(&p->busy, &free_now, 1)) {
+        memcpy(dst, src, n);
+        return;
+    }
+    size_t parts = (size_t)p->helpers + 1;
+    p->dst = (char *)dst;
+    p->src = (const char *)src;
+    p->nbytes = n;
+    p->chunk = ((n + parts - 1) / parts + 63) & ~(size_t)63;
+    uint64_t chunks = (n + p->chunk - 1) / p->chunk;
+    atomic_store(&p->done, 0);
+    uint32_t gen = claim_gen(atomic_load(&p->claim)) + 1;
+    atomic_store(&p->claim, ((uint64_t)gen << 32) | (chunks << 16)); /* published: helpers may claim */
+    if (atomic_load(&p->sleeping)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
+    copy_chunks(p, gen);
+    while ((uint64_t)atomic_load(&p->done) < chunks) dml_pause();
+    atomic_store(&p->busy, 0);
+}
+
+/* Copy ``nbytes`` from ``data`` into the mapped buffer ``buffer`` (zeros up to ``size``; on
+ * the copier ``p``'s helpers too, see ``dml_copy``) and unmap it; 0, or -1 when the buffer
+ * has no mapped memory (a lost device). */
+DML_EXPORT int dml_fill(const DmlFns *f, DmlCopier *p, size_t parallel_above, H buffer, size_t size,
+                        const void *data, size_t nbytes) {
     unsigned char *memory = (unsigned char *)f->mapped_range(buffer, 0, size);
     if (!memory) return -1;
-    memcpy(memory, data, nbytes);
+    dml_copy(p, memory, data, nbytes, parallel_above);
     if (size > nbytes) memset(memory + nbytes, 0, size - nbytes);
     f->unmap(buffer);
     return 0;

@@ -113,6 +113,14 @@ MAP_TIMEOUT_S = 10.0
 #: "GPU" is the CPU's cores: a spinning caller would take one from the work it waits for.
 SPIN_S = 0.5e-3
 
+#: Copies of at least this many bytes into mapped staging on the native path run on
+#: ``FILL_HELPERS`` threads besides the caller's (``hot_copier``; not on software adapters,
+#: as ``SPIN_S``). Upload staging is write-combined memory that one core writes at about
+#: 15 GB/s: on the H100's host a 600 KB input took 46.0 us on one core, 23.7 on two, 21.7 on
+#: four, 20.5 on eight (C threads spinning for the work, one process).
+FILL_PARALLEL_ABOVE = 128 << 10
+FILL_HELPERS = 3
+
 #: The kernel of ``Runner.bare_round_trips``: one invocation, one word written.
 _BARE_WGSL = """@group(0) @binding(2) var<storage, read_write> y: array<u32>;
 @compute @workgroup_size(1) fn main() { y[0] = y[0] + 1u; }
@@ -419,12 +427,19 @@ void *dml_record(const DmlFns *f, void *device, void *encoder, void *clear, uint
 void dml_finish(const DmlFns *f, void **encoders, size_t count);
 void dml_release(const DmlFns *f, void **buffers, size_t count);
 uint64_t dml_submit(const DmlFns *f, void *queue, void **buffers, size_t count);
-int dml_fill(const DmlFns *f, void *buffer, size_t size, const void *data, size_t nbytes);
+typedef struct DmlCopier DmlCopier;
+DmlCopier *dml_copier_start(int helpers, double spin_s);
+int dml_copier_helpers(const DmlCopier *p);
+void dml_copier_stop(DmlCopier *p);
+int dml_fill(const DmlFns *f, DmlCopier *p, size_t parallel_above, void *buffer, size_t size, const void *data,
+             size_t nbytes);
 int dml_drain(const DmlFns *f, void *buffer, size_t size, void *out, size_t nbytes);
 size_t dml_record_call(const DmlFns *f, const DmlCall *c, void **pending, size_t n_pending);
 void dml_submit_call(const DmlFns *f, DmlCall *c, void **buffers, size_t count);
 """
 _hot_loaded: list = []  # [(ffi, lib)] once loaded, [None, reason] once it failed
+_copier: list = []  # [pid, DmlCopier] of this process (hot_copier)
+_copier_lock = threading.Lock()
 
 
 def hot_cache_dir() -> str:
@@ -467,7 +482,7 @@ def _compile_hot() -> str:
             f.write(source)
         built = os.path.join(work, "hot.so")
         try:  # CC may hold flags too ("gcc -m64"), as make reads it
-            done = subprocess.run([*shlex.split(compiler), "-O2", "-std=c11", "-shared", "-fPIC", "-o", built, src],
+            done = subprocess.run([*shlex.split(compiler), "-O2", "-std=c11", "-pthread", "-shared", "-fPIC", "-o", built, src],
                                   capture_output=True, text=True)
         except OSError as err:
             raise RuntimeError(f"{compiler} could not build the native path's hot loop: {err}") from None
@@ -500,6 +515,21 @@ def hot_library():
     if _hot_loaded[0] is None:
         raise RuntimeError(_hot_loaded[1])
     return _hot_loaded[0]
+
+
+def hot_copier(helpers: int | None = None):
+    """This process's helper threads for copies into mapped staging (``_hot.c``'s
+    ``DmlCopier``), started on first use and shared by every device, like a BLAS library's
+    threads: they spin for ``SPIN_S`` after a copy, then sleep until the next. A child
+    process gets its own. ``helpers``: how many the first call starts (default
+    ``FILL_HELPERS``, fewer on a host with fewer cores). NULL where none could start."""
+    ffi, lib = hot_library()
+    with _copier_lock:
+        if not _copier or _copier[0] != os.getpid():
+            if helpers is None:
+                helpers = min(FILL_HELPERS, (os.cpu_count() or 1) - 1)
+            _copier[:] = [os.getpid(), lib.dml_copier_start(helpers, SPIN_S) if helpers > 0 else ffi.NULL]
+        return _copier[1]
 
 
 class _NativeMap:
@@ -550,6 +580,7 @@ class _Native:
         fns.encoder_descriptor, fns.pass_descriptor, fns.buffer_descriptor = (
             self.encoder_desc, self.pass_desc, self.buffer_desc)
         self.spin_s = 0.0  # how long a wait polls without blocking first (Runner sets it)
+        self.copier = self.null  # helper threads of copies into staging (Runner sets them: hot_copier)
 
     def ptr(self, cdata):
         """A pointer of wgpu-py's ffi (a function) as a ``void *`` of ours. Handles need no
@@ -674,8 +705,8 @@ class _Native:
         self.lib.wgpuBufferUnmap(m.buffer._internal)
 
     def fill(self, m: _NativeMap, raw: np.ndarray) -> None:
-        if self.hot.dml_fill(self.fns, m.buffer._internal, m.size, self.hot_ffi.from_buffer(raw),
-                             raw.nbytes):
+        if self.hot.dml_fill(self.fns, self.copier, FILL_PARALLEL_ABOVE, m.buffer._internal, m.size,
+                             self.hot_ffi.from_buffer(raw), raw.nbytes):
             raise DeviceLostError("a mapped buffer has no memory; the device is lost")
 
     def drain(self, m: _NativeMap, out: np.ndarray) -> None:
@@ -909,6 +940,7 @@ class Runner:
         self.path = self._choose_path()
         if self.path.name == "native" and self.adapter.info["adapter_type"] != "CPU":
             self.path.spin_s = SPIN_S
+            self.path.copier = hot_copier()
         self._defers = isinstance(self.path, _Native)  # dispatches are recorded at their submit (_Deferred)
         self._lock = threading.RLock()
         self.calls = threading.RLock()  # one call waiting for the GPU at a time (module docstring)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import wgpu
 
@@ -234,3 +235,96 @@ def test_cc_may_hold_flags_and_a_missing_one_is_said(tmp_path, monkeypatch):
 
     with pytest.raises(RuntimeError, match="could not build the native path's hot loop"):
         runner._compile_hot()
+
+
+# --- copies into staging on several cores (_hot.c's DmlCopier) ---------------------------
+
+
+def _helper_threads() -> int:
+    """This process's threads named as the copier names its helpers (Linux)."""
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                names.append(f.read().strip())
+        except FileNotFoundError:  # a thread that ended meanwhile
+            pass
+    return names.count("dmlgpu-copy")
+
+
+def _helper_threads_become(count: int) -> bool:
+    give_up = time.monotonic() + 5
+    while _helper_threads() != count and time.monotonic() < give_up:
+        time.sleep(0.01)
+    return _helper_threads() == count
+
+
+def test_copies_on_helper_threads_land_whole_at_every_size(device, monkeypatch):
+    """With the helpers on (off on lavapipe, as on any CPU adapter), uploads and small NumPy
+    calls of sizes around the chunk boundaries, and from several threads at once (one copy
+    uses the helpers, the others copy alone), land byte for byte."""
+    import threading
+
+    import numpy as np
+
+    from dmlgpu import oracle
+
+    r = device.runner
+    if r.path.name != "native":
+        return
+    copier = runner.hot_copier()
+    assert copier != r.path.hot_ffi.NULL and r.path.hot.dml_copier_helpers(copier) == min(
+        runner.FILL_HELPERS, os.cpu_count() - 1)
+    monkeypatch.setattr(r.path, "copier", copier)
+    rng = np.random.default_rng(7)
+    above = runner.FILL_PARALLEL_ABOVE
+    for n in (1, above - 1, above, above + 1, 4 * above + 63, 600_001):
+        x = rng.integers(0, 256, n, dtype=np.uint8)
+        t = device.upload(x)
+        assert np.array_equal(t.numpy(), x), n
+        t.release()
+        y = rng.standard_normal((2, n // 8 + 1)).astype(np.float32)
+        assert np.array_equal(dmlgpu.argmax(y, 1, device=device), oracle.argmax(y, 1)), n
+    wrong = []
+
+    def calls(seed: int) -> None:
+        local = np.random.default_rng(seed)
+        for _ in range(10):
+            y = local.standard_normal((1, 160_000)).astype(np.float32)
+            if not np.array_equal(dmlgpu.argmin(y, 1, device=device), oracle.argmin(y, 1)):
+                wrong.append(seed)
+
+    threads = [threading.Thread(target=calls, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+
+
+def test_the_helpers_are_one_set_per_process_and_stop_when_asked():
+    """``hot_copier`` starts the process's helpers once; ``dml_copier_stop`` ends a copier's
+    threads (joined: gone from the process)."""
+    ffi, lib = runner.hot_library()
+    first = runner.hot_copier()
+    assert runner.hot_copier() is first
+    before = lib.dml_copier_helpers(first)
+    assert _helper_threads_become(before)  # (a helper names itself once it runs)
+    extra = lib.dml_copier_start(2, 1e-4)
+    assert lib.dml_copier_helpers(extra) == 2 and _helper_threads_become(before + 2)
+    lib.dml_copier_stop(extra)
+    assert _helper_threads() == before
+
+
+def test_a_forked_child_copies_alone_then_starts_helpers_of_its_own():
+    ffi, lib = runner.hot_library()
+    parent = runner.hot_copier()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's helpers are not here
+        ok = lib.dml_copier_helpers(parent) == 0
+        mine = runner.hot_copier()
+        wanted = min(runner.FILL_HELPERS, os.cpu_count() - 1)
+        os._exit(0 if ok and mine != parent and lib.dml_copier_helpers(mine) == wanted else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert lib.dml_copier_helpers(parent) > 0  # the parent's go on
