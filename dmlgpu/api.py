@@ -30,10 +30,13 @@ def _normalize_axes(axes, rank: int) -> tuple[int, ...]:
 
 
 def _axes_key(axes):
-    """``axes`` in a hashable form for the call cache (what it holds is checked later)."""
-    if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
+    """``axes`` as part of a cache key: hashable, and apart from values that compare equal to
+    it but are not valid alike (``True`` and ``1``, ``1.0`` and ``1``: only ints are axes)."""
+    if type(axes) is int:
         return axes
-    return tuple(axes)
+    if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
+        return type(axes), axes
+    return tuple((type(a), a) for a in axes)
 
 
 def _output_type(value) -> DataType:
@@ -42,49 +45,48 @@ def _output_type(value) -> DataType:
     return DataType.from_numpy(value, "output_data_type")
 
 
-def _run(make_desc, signature: tuple, x, device: Device | None, nan_mode):
-    """Compile (once per call signature) the descriptor ``make_desc`` builds for ``x``'s
-    layout, and run it: a ``Tensor`` stays on the GPU, a NumPy array comes back."""
-    if isinstance(x, Tensor):
+def _direction_and_type(axis_direction, output_data_type) -> tuple[AxisDirection, DataType]:
+    return AxisDirection.parse(axis_direction, "axis_direction"), _output_type(output_data_type)
+
+
+def _describe(call: tuple, desc: TensorDesc):
+    """The operator descriptor of ``call`` = (op, axes, axis_direction, output_data_type), as
+    the caller gave them, for an input laid out as ``desc``."""
+    op, axes, axis_direction, output_data_type = call
+    axes = _normalize_axes(axes, desc.rank)
+    if op == "hardmax":
+        return operator_for(op, desc, axes)
+    return operator_for(op, desc, axes, *_direction_and_type(axis_direction, output_data_type))
+
+
+def _run(call: tuple, x, device: Device | None, nan_mode):
+    """Compile (once per call signature: the arguments as given and ``x``'s layout) the
+    descriptor of ``call`` (``_describe``) for ``x``, and run it: a ``Tensor`` stays on the
+    GPU, a NumPy array comes back."""
+    resident = isinstance(x, Tensor)
+    if resident:
         device = device or x.device
-        key: tuple = (signature, str(nan_mode), x.desc)
-        compiled = device.by_call.get(key)
-        if compiled is None:
-            compiled = device.by_call[key] = device.compile(make_desc(x.desc), nan_mode=nan_mode)
-        return compiled.run(x)
-    device = device or default_device()
-    if not isinstance(x, np.ndarray):
-        x = np.asarray(x)
-    key = (signature, str(nan_mode), x.dtype.str, x.shape, x.strides)
-    compiled = device.by_call.get(key)
-    if compiled is None:
-        desc, _ = layout.describe(x)
-        compiled = device.by_call[key] = device.compile(make_desc(desc), nan_mode=nan_mode)
-    return compiled(x)
-
-
-_parsed: dict = {}  # (axis_direction, output_data_type) as given -> parsed, for hashable arguments
-
-
-def _direction_and_type(axis_direction, output_data_type):
+        layout_key = x.desc
+    else:
+        device = device or default_device()
+        if not isinstance(x, np.ndarray):
+            x = np.asarray(x)
+        layout_key = (x.dtype.str, x.shape, x.strides)
+    key = (call[0], _axes_key(call[1]), *call[2:], nan_mode, layout_key)
     try:
-        return _parsed[axis_direction, output_data_type]
-    except (KeyError, TypeError):  # not seen yet, or not hashable
-        parsed = (AxisDirection.parse(axis_direction, "axis_direction"), _output_type(output_data_type))
-        try:
-            _parsed[axis_direction, output_data_type] = parsed
-        except TypeError:
-            pass
-        return parsed
+        compiled = device.by_call.get(key)
+        kept = True
+    except TypeError:  # an argument that is not hashable: not kept (compiling says what is wrong)
+        compiled, kept = None, False
+    if compiled is None:
+        compiled = device.compile(_describe(call, x.desc if resident else layout.describe(x)[0]), nan_mode=nan_mode)
+        if kept:
+            device.by_call[key] = compiled
+    return compiled.run(x) if resident else compiled(x)
 
 
 def _index_operator(op: str, x, axes, axis_direction, output_data_type, nan_mode, device):
-    direction, out_type = _direction_and_type(axis_direction, output_data_type)
-
-    def make_desc(desc: TensorDesc):
-        return operator_for(op, desc, _normalize_axes(axes, desc.rank), direction, out_type)
-
-    return _run(make_desc, (op, _axes_key(axes), direction, out_type), x, device, nan_mode)
+    return _run((op, axes, axis_direction, output_data_type), x, device, nan_mode)
 
 
 def argmax(x, axes: Axes, *, axis_direction="increasing", output_data_type="uint32", nan_mode="ignore",
@@ -110,7 +112,4 @@ def hardmax(x, axes: Axes, *, nan_mode="ignore", device: Device | None = None):
     FLOAT32 and FLOAT16 only; the result has the input's type and shape.
     """
 
-    def make_desc(desc: TensorDesc):
-        return operator_for("hardmax", desc, _normalize_axes(axes, desc.rank))
-
-    return _run(make_desc, ("hardmax", _axes_key(axes)), x, device, nan_mode)
+    return _run(("hardmax", axes, None, None), x, device, nan_mode)

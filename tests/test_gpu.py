@@ -363,6 +363,20 @@ def test_repeated_calls_see_new_data(device):
     assert dmlgpu.argmax(big, (0, 1), device=device).item() == 3 * 300 + 17
 
 
+def test_a_cached_call_still_refuses_axes_that_only_compare_equal(device):
+    """The call cache keys axes by type as well: True and 1.0 equal 1, but are not axes, before
+    or after a call with axes=1 (NumPy in and resident alike)."""
+    x = np.random.default_rng(8).standard_normal((2, 3)).astype(np.float32)
+    t = device.upload(x)
+    for data in (x, t):
+        for _ in range(2):  # the second time from the cache
+            assert np.array_equal(np.asarray(dmlgpu.argmax(data, 1, device=device)).ravel(), np.argmax(x, 1))
+            for bad in (True, 1.0, (True,), [1.0]):
+                with pytest.raises(TypeError, match=r"axes(\[0\])? must be an int"):
+                    dmlgpu.argmax(data, bad, device=device)
+    t.release()
+
+
 def test_caches_are_bounded(device):
     """Operators beyond the cache's size are dropped (oldest first); one still held keeps working."""
     from dmlgpu.device import KEPT_OPERATORS
