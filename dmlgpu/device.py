@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -77,7 +76,6 @@ class Tensor:
         self._buffers = buffers
         # (first byte, bytes) of the tensor's memory that each buffer holds: pieces.buffer_spans
         self._spans = spans or [(0, desc.total_tensor_size_in_bytes)]
-        device._tensors.add(self)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -447,7 +445,6 @@ class Device:
         self._compiled = LruCache(KEPT_OPERATORS)
         self.by_call = LruCache(KEPT_OPERATORS)  # the NumPy-level API's operators, by call signature
         self._spans = LruCache(KEPT_OPERATORS)  # pieces.buffer_spans by descriptor, for ``empty``
-        self._tensors: weakref.WeakSet = weakref.WeakSet()
         self._lock = threading.Lock()
 
     @property
@@ -514,10 +511,9 @@ class Device:
         return Tensor(self, desc, buffers, spans)
 
     def close(self) -> None:
-        """Give back every GPU buffer, pipeline and thread this device holds; tensors on it are
-        released, and using the device afterwards raises ``DeviceLostError``. Idempotent."""
-        for tensor in list(self._tensors):
-            tensor._buffers = []
+        """Give back every GPU buffer, pipeline and thread this device holds (the memory of its
+        tensors too); using the device or its tensors afterwards raises ``DeviceLostError``.
+        Idempotent."""
         # the caches refer back to this device: cleared, nothing keeps it alive
         self._compiled.clear()
         self.by_call.clear()

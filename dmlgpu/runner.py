@@ -635,13 +635,12 @@ class _Native:
         c.output, c.out_offset = src._internal, offset
         if len(encoders) == 1 and type(encoders[0]) is _Deferred and len(encoders[0].clear) <= 1:
             # one dispatch then this read: recorded together, in one encoder, by one C call
+            # (c keeps pointing at the steps' C array after the call: every use of c sets them)
             d = encoders[0]
             _kept = self.put_passes(c, d.steps, d.clear[0] if d.clear else None)  # its C array lives through the call
-            try:
-                self.call(c, [], handles)
-            finally:
-                c.steps, c.n_steps, c.clear, c.clear_size = self.null, 0, self.null, 0
+            self.call(c, [], handles)
         else:
+            c.steps, c.n_steps, c.clear, c.clear_size = self.null, 0, self.null, 0
             self.call(c, encoders)
         return ticket  # valid while the map is held
 
@@ -650,8 +649,7 @@ class _Native:
         none); their C array, which must live as long as ``c`` is run with them."""
         array = steps_array(self, steps)
         c.steps, c.n_steps = array, len(steps)
-        if clear is not None:
-            c.clear, c.clear_size = clear._internal, clear.size
+        c.clear, c.clear_size = (self.null, 0) if clear is None else (clear._internal, clear.size)
         return array
 
     def call(self, c, pending: list, handles=None) -> None:
@@ -874,11 +872,12 @@ class _Pool:
     def put(self, item) -> list:
         """Keep ``item``; what no longer fits (the oldest first, or ``item`` itself) comes back
         for the caller to destroy."""
-        if item.size > self.limit:
+        size = item.size
+        if size > self.limit:
             return [item]
-        self._by_size[item.size].append(item)
+        self._by_size[size].append(item)
         self._age[item] = None
-        self.bytes += item.size
+        self.bytes += size
         evicted = []
         while self.bytes > self.limit:
             old, _ = self._age.popitem(last=False)
@@ -1251,7 +1250,7 @@ class Runner:
         ahead of them, and ``read`` = (src, offset, map of a MAP_READ staging buffer): its
         copy recorded last and its map started (``path.submit``). The submission's ticket;
         None where there was nothing to submit."""
-        encoders, self._pending, self._pending_bytes = self._pending + list(extra), [], 0
+        encoders, self._pending, self._pending_bytes = self._pending + list(extra) if extra else self._pending, [], 0
         queued, self._queued = self._queued, False
         remap, self._remap = self._remap, []
         if not encoders and not queued and read is None:
@@ -1265,7 +1264,8 @@ class Runner:
         finally:
             for encoder in encoders:
                 encoder.drop()
-        self._remapped(remap)
+        if remap:
+            self._remapped(remap)
         return ticket
 
     def _remapped(self, staged: list) -> None:
