@@ -80,7 +80,8 @@ typedef struct { H pipeline, group; uint32_t x, y, z; } DmlStep;
 
 /* One small call: an optional upload (copied from the mapped MAP_WRITE buffer ``wstaging``
  * into ``input``), an optional clear, the passes, and the read-back of ``out_size`` bytes of
- * ``output`` into the MAP_READ buffer ``rstaging``. */
+ * ``output`` into the MAP_READ buffer ``rstaging``. A staging buffer that is the input (or
+ * the output) itself, which the passes bind, needs no copy. */
 typedef struct {
     H device, queue;
     H wstaging; DmlState *wstate; H input; uint64_t in_size;
@@ -371,9 +372,9 @@ DML_EXPORT size_t dml_record_call(const DmlFns *f, const DmlCall *c, H *pending,
         encoder = f->create_encoder(c->device, f->encoder_descriptor);
         pending[n_pending++] = encoder;
     }
-    if (c->wstaging) f->copy_buffer(encoder, c->wstaging, 0, c->input, 0, c->in_size);
+    if (c->wstaging && c->wstaging != c->input) f->copy_buffer(encoder, c->wstaging, 0, c->input, 0, c->in_size);
     dml_record(f, c->device, encoder, c->clear, c->clear_size, c->steps, c->n_steps);
-    f->copy_buffer(encoder, c->output, c->out_offset, c->rstaging, 0, c->out_size);
+    if (c->rstaging != c->output) f->copy_buffer(encoder, c->output, c->out_offset, c->rstaging, 0, c->out_size);
     dml_finish(f, pending, n_pending);
     return n_pending;
 }

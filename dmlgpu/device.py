@@ -242,15 +242,6 @@ class _Program:
                 setattr(self, kept, None)
 
 
-@dataclasses.dataclass
-class _Kit:
-    """A small call's tensors and the runner's kit bound to them (``CompiledOperator._small``)."""
-
-    source: Tensor
-    result: Tensor
-    call: object
-
-
 class CompiledOperator:
     """An operator descriptor compiled for one device: reusable, with its plan and pipelines."""
 
@@ -337,7 +328,7 @@ class CompiledOperator:
                 kit = self._new_kit()
             if kit is not None:
                 out = np.empty(self.output_desc.sizes, self.output_desc.data_type.numpy)
-                self.device.runner.run_hot(kit.call, data, out.reshape(-1).view(np.uint8))
+                self.device.runner.run_hot(kit, data, out.reshape(-1).view(np.uint8))
                 self._kits.append(kit)  # not given back after a failure: dropped with it
                 return out
         source, result = self.device.empty(self.input_desc), None
@@ -352,23 +343,21 @@ class CompiledOperator:
                 result.release()
 
     def _new_kit(self):
-        """A kit for ``_small``'s hot call, or None where there is none (the public path, an
+        """A kit for ``_small``'s hot call (``Runner.hot_call``, which makes its buffers and
+        has the passes bound to them here), or None where there is none (the public path, an
         output that is not one packed buffer, an input in several buffers)."""
-        if self.output_desc.strides is not None:
+        single = len(buffer_spans(self.input_desc, self.device.runner.capabilities)) == len(self._output_spans) == 1
+        kit = None
+        if self.output_desc.strides is None and single:
+            def bind(input_buffer, output_buffer) -> Steps:
+                return self._program.flat_steps(Tensor(self.device, self.input_desc, [input_buffer]),
+                                                Tensor(self.device, self.output_desc, [output_buffer]))
+
+            kit = self.device.runner.hot_call(bind, self._reads, self.output_desc.total_tensor_size_in_bytes,
+                                              self._clears, plain_stores=self.plan.op != "hardmax")
+        if kit is None:
             self._hot = False
-            return None
-        source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
-        call = None
-        if len(source._buffers) == len(result._buffers) == 1:
-            call = self.device.runner.hot_call(
-                self._program.flat_steps(source, result), source._buffers[0], self._reads, result._buffers[0],
-                self.output_desc.total_tensor_size_in_bytes, self._clears)
-        if call is None:
-            self._hot = False
-            source.release()
-            result.release()
-            return None
-        return _Kit(source, result, call)
+        return kit
 
     def _streamed(self, data: np.ndarray) -> np.ndarray:
         """Upload through the staging ring, recording each piece as soon as the bytes it reads

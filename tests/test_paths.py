@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
 import wgpu
 
 import dmlgpu
@@ -328,3 +329,41 @@ def test_a_forked_child_copies_alone_then_starts_helpers_of_its_own():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert lib.dml_copier_helpers(parent) > 0  # the parent's go on
+
+
+# --- small calls whose passes bind their staging (Runner.hot_call, in_place) ---------------
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_a_small_call_binds_its_staging_or_copies_through_it(in_place):
+    """With "mappable-primary-buffers" the kit's passes read the upload staging and, for a
+    small index output, write the read-back staging: no copies; HARDMAX's FLOAT16 output
+    (set with atomics) and any output without the feature go through a copy. Both give the
+    oracle's answers, the clear of a cleared output included, call after call."""
+    import numpy as np
+
+    from dmlgpu import oracle
+
+    device = dmlgpu.Device()
+    try:
+        r = device.runner
+        if r.path.name != "native":
+            return
+        assert r.in_place == ("mappable-primary-buffers" in r.features)
+        r.in_place = in_place and r.in_place
+        rng = np.random.default_rng(9)
+        cases = [("argmax", np.float32, (3, 5000), 1), ("argmin", np.int32, (64, 30), 0),
+                 ("hardmax", np.float16, (5, 301), 1), ("hardmax", np.float32, (2, 77), 1)]
+        for op, dtype, shape, axis in cases:
+            for _ in range(3):
+                x = (rng.standard_normal(shape) * 100).astype(dtype)
+                got = getattr(dmlgpu, op)(x, axis, device=device)
+                assert np.array_equal(got, getattr(oracle, op)(x, axis)), (op, dtype)
+            kit = device.by_call.get(next(k for k in device.by_call if k[0] == op and k[-1][0] == np.dtype(dtype).str))
+            (kit,) = kit._kits
+            reads_staging = kit.input is kit.wmap.buffer
+            writes_staging = kit.output is kit.rmap.buffer
+            assert reads_staging == r.in_place
+            assert writes_staging == (r.in_place and not (op == "hardmax"))
+    finally:
+        device.close()
