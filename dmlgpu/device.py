@@ -23,7 +23,7 @@ from .desc import TensorDesc, lower
 from .errors import DataError, GPUMemoryError
 from .pieces import Schedule, buffer_spans, schedule
 from .plan import Plan, Tuning
-from .runner import Runner, Steps, adapter_summary, interrupts_held
+from .runner import IN_PLACE_OUTPUT_MAX, Runner, Steps, adapter_summary, interrupts_held
 from .types import DEFAULT_FEATURE_LEVEL, FeatureLevel, NanMode
 from .wgsl import params_words, shader_sources
 
@@ -262,6 +262,10 @@ class CompiledOperator:
         self._clears = self.plan.clears_output
         self._reads = self.input_desc.total_tensor_size_in_bytes
         self._output_spans = buffer_spans(self.output_desc, runner.capabilities)
+        # a small output written with plain stores goes in mappable memory, read with no copy
+        # (IN_PLACE_OUTPUT_MAX)
+        self._output_in_place = runner.in_place and self.plan.op != "hardmax" and len(self._output_spans) == 1 \
+            and self._output_spans[0][1] <= IN_PLACE_OUTPUT_MAX
         self.sources: list[str] = self._program.sources
         self._streamed_program: _Program | None = None
         self._own_layouts = LruCache(16)  # array layouts checked to be the input descriptor's
@@ -279,7 +283,7 @@ class CompiledOperator:
         if input.device is not self.device:
             raise DataError(f"input is on {input.device!r}, but the operator was compiled for {self.device!r}")
         if output is None:
-            output = self.device.empty(self.output_desc, self._output_spans)
+            output = self.device.empty(self.output_desc, self._output_spans, readable=self._output_in_place)
         else:
             _check_layout(output, self.output_desc, "output")
         steps = self._program.flat_steps(input, output)
@@ -354,7 +358,7 @@ class CompiledOperator:
                                                 Tensor(self.device, self.output_desc, [output_buffer]))
 
             kit = self.device.runner.hot_call(bind, self._reads, self.output_desc.total_tensor_size_in_bytes,
-                                              self._clears, plain_stores=self.plan.op != "hardmax")
+                                              self._clears, self._output_in_place)
         if kit is None:
             self._hot = False
         return kit
@@ -477,10 +481,11 @@ class Device:
             raise
         return tensor
 
-    def empty(self, desc: TensorDesc, spans: list | None = None) -> Tensor:
+    def empty(self, desc: TensorDesc, spans: list | None = None, readable: bool = False) -> Tensor:
         """An uninitialised tensor of this descriptor's size (in several buffers if it must).
         If the GPU cannot hold it all, none of it is kept (``GPUMemoryError``). ``spans``:
-        ``pieces.buffer_spans`` of ``desc``, where the caller has them."""
+        ``pieces.buffer_spans`` of ``desc``, where the caller has them; ``readable``: see
+        ``Runner.storage``."""
         self.runner.check()
         if spans is None:
             spans = self._spans.get(desc)
@@ -489,7 +494,7 @@ class Device:
         buffers = []
         try:
             for _, nbytes in spans:
-                buffers.append(self.runner.storage(nbytes))
+                buffers.append(self.runner.storage(nbytes, readable=readable))
         except GPUMemoryError as err:
             for buffer in buffers:
                 self.runner.free(buffer, keep=False)

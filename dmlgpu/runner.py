@@ -67,6 +67,9 @@ _MAP_WRITE = wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC
 #: their output (the clear of an output copies into it)
 _MAP_WRITE_BOUND = _MAP_WRITE | wgpu.BufferUsage.STORAGE
 _MAP_READ_BOUND = _MAP_READ | wgpu.BufferUsage.STORAGE
+#: A small output that passes write into mappable memory and a read maps as it is
+#: (``Runner.storage(readable=True)``)
+_READABLE = _STORAGE | wgpu.BufferUsage.MAP_READ
 
 
 class _MappableWarning(logging.Filter):
@@ -139,8 +142,11 @@ SPIN_S = 0.5e-3
 #: four, 20.5 on eight (C threads spinning for the work, one process).
 FILL_PARALLEL_ABOVE = 128 << 10
 FILL_HELPERS = 3
-#: A small call's output of up to this many bytes is written by its passes straight into
-#: mapped memory (``Runner.hot_call``).
+#: An output of up to this many bytes that passes write with plain stores (all but HARDMAX's
+#: FLOAT16 output, whose halves are set with atomics, which memory across the bus may not
+#: take) is written straight into mappable memory, where the device has it (``in_place``):
+#: a NumPy call's read-back staging (``Runner.hot_call``), a resident call's output buffer
+#: (``Runner.storage(readable=True)``).
 IN_PLACE_OUTPUT_MAX = 64 << 10
 
 #: The kernel of ``Runner.bare_round_trips``: one invocation, one word written.
@@ -842,6 +848,15 @@ class _DroppedOnFailure:
             raise self.runner._gpu_error(err) from None
 
 
+class _Handle:
+    """A wgpu-native handle where a map wants a buffer (``Runner._read_in_place``)."""
+
+    __slots__ = ("_internal",)
+
+    def __init__(self, handle):
+        self._internal = handle
+
+
 class _HotCall:
     """What ``Runner.hot_call`` makes: see there."""
 
@@ -991,8 +1006,11 @@ class Runner:
         self.parallel_copy_above = 4 << 20
         cores = os.cpu_count() or 1
         self.copy_threads = {True: min(WRITE_THREADS, cores), False: min(READ_THREADS, cores)}  # by write
-        # small calls' passes bind their staging (hot_call)
-        self.in_place = "mappable-primary-buffers" in self.features
+        # small outputs in mappable memory: a NumPy call's kit binds its staging (hot_call),
+        # a resident call writes a buffer a read maps as it is (storage(readable=True))
+        self.in_place = "mappable-primary-buffers" in self.features and self._defers
+        self._readable = _Pool(_STAGING_POOL_BYTES)  # freed readable buffers
+        self._read_maps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # readable buffer -> its map
 
     def _choose_path(self):
         wanted = os.environ.get("DMLGPU_RUNNER", "native").strip().lower()
@@ -1153,20 +1171,25 @@ class Runner:
     def _take_kept(self) -> list:
         """Every buffer kept for reuse (storage pool, read and write staging, rings), taken out
         of the pools. A write staging buffer may be mid-map: destroying it cancels the map."""
-        buffers = self._pool.clear() + [m.buffer for m in self._staging.clear() + self._writes.clear()]
+        buffers = self._pool.clear() + self._readable.clear()
+        buffers += [m.buffer for m in self._staging.clear() + self._writes.clear()]
         buffers += [b for ring in self._rings.values() for b, _ in ring]
         self._rings.clear()
         return buffers
 
-    def storage(self, nbytes: int, data=None):
-        """A storage buffer of at least ``nbytes``, optionally filled.
+    def storage(self, nbytes: int, data=None, readable: bool = False):
+        """A storage buffer of at least ``nbytes``, optionally filled; ``readable`` (where
+        ``in_place``): in mappable memory, which a read maps as it is (``_read_in_place``).
 
         Sizes round up to 16 bytes so that a shader reading 16-byte quads never meets a
         partial one at the end (robust access would clamp it to other data).
         """
         size = max(16, (nbytes + 15) & ~15)
         with self._lock:
-            buffer = self._pool.take(size) or self._create(size, _STORAGE)
+            if readable:
+                buffer = self._readable.take(size) or self._create(size, _READABLE)
+            else:
+                buffer = self._pool.take(size) or self._create(size, _STORAGE)
         if data is not None:
             self.write(buffer, data)
         return buffer
@@ -1180,7 +1203,9 @@ class Runner:
         with self._lock:
             if self._lost is not None:
                 return
-            for old in self._pool.put(buffer) if keep and buffer.usage == _STORAGE else [buffer]:
+            usage = buffer.usage
+            pool = self._pool if usage == _STORAGE else self._readable if usage == _READABLE else None
+            for old in pool.put(buffer) if keep and pool is not None else [buffer]:
                 self._destroy(old)
 
     # kept for the benchmark scripts' ceiling kernels
@@ -1365,7 +1390,7 @@ class Runner:
 
     # ------------------------------------------------------------------ small calls in one go
 
-    def hot_call(self, bind, in_nbytes: int, out_nbytes: int, clear: bool, plain_stores: bool):
+    def hot_call(self, bind, in_nbytes: int, out_nbytes: int, clear: bool, output_in_place: bool):
         """A small NumPy-in, NumPy-out call's kit, made once and reused (``run_hot``): its input
         and output buffers, its passes bound to them (``bind(input, output)`` returns the
         steps), staging for the upload and the read-back (each with its map) and the
@@ -1373,10 +1398,8 @@ class Runner:
         runs it. None on the public path, which has no hot loop.
 
         Where the device binds mappable buffers (``in_place``: "mappable-primary-buffers"),
-        the upload staging is the input itself and, for an output of up to
-        ``IN_PLACE_OUTPUT_MAX`` bytes that the passes write with plain stores
-        (``plain_stores``: not HARDMAX's FLOAT16 output, whose halves are set with atomics,
-        which memory across the bus may not take), the read-back staging is the output: no
+        the upload staging is the input itself and, for an output the caller says may be
+        (``output_in_place``: ``CompiledOperator``), the read-back staging is the output: no
         copy on either side. On the H100 a dispatch writing its 16 bytes straight into
         mapped memory took 45-49 us a round trip against 54-59 with a copy into staging
         (finish 3 us shorter, the wait 5 us), interleaved in one process."""
@@ -1391,7 +1414,7 @@ class Runner:
         else:
             kit.input = self.storage(in_nbytes)
             wstaging = self._create(in_size, _MAP_WRITE, mapped=True)
-        if self.in_place and plain_stores and out_nbytes <= IN_PLACE_OUTPUT_MAX:
+        if self.in_place and output_in_place:
             kit.output = rstaging = self._create(max(16, (out_nbytes + 15) & ~15), _MAP_READ_BOUND)
         else:
             kit.output, rstaging = self.storage(out_nbytes), self._create(max(4, (out_nbytes + 3) & ~3), _MAP_READ)
@@ -1527,6 +1550,8 @@ class Runner:
         nbytes = out.nbytes
         if nbytes > self.stream_above:
             return self._read_streamed(buffer, out, offset)
+        if buffer.usage == _READABLE and offset == 0:
+            return self._read_in_place(buffer, out)
         size = max(4, (nbytes + 3) & ~3)
         with self._lock:
             self.check()
@@ -1537,6 +1562,28 @@ class Runner:
                 self._destroy(m.buffer)
                 raise
         self._finish_read(m, ticket, out)
+        return out
+
+    def _read_in_place(self, buffer, out: np.ndarray) -> np.ndarray:
+        """Read a buffer that passes wrote in mappable memory (``storage(readable=True)``)
+        through a map of its own: no copy into staging. Submit, wait and unmap all happen
+        under the lock, so that no other submit uses the buffer while it is mapped (wgpu-native
+        aborts the process on one). On the H100 a dispatch writing its 16 bytes straight into
+        mapped memory took 45-49 us a round trip against 54-59 with a copy into staging."""
+        n = self.path
+        with self._lock:
+            self.check()
+            m = self._read_maps.get(buffer)
+            if m is None:  # (it holds the handle, not the buffer, which may go with its tensor)
+                m = self._read_maps[buffer] = n.new_map(_Handle(buffer._internal), buffer.size)
+            ticket = self._submit(read=(buffer, 0, m))
+            try:
+                n.wait(m, ticket)
+                n.drain(m, out)
+            except BaseException:
+                self._read_maps.pop(buffer, None)
+                self._destroy(buffer)  # it may be mid-map
+                raise
         return out
 
     def _finish_read(self, m: _Map, ticket, out: np.ndarray) -> None:

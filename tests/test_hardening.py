@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+import wgpu
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,6 +62,46 @@ def test_threads_share_one_device():
         t.join()
     assert not errors, errors[:3]
     assert not wrong, wrong[:3]
+    device.close()
+
+
+def test_threads_read_and_use_one_small_output_at_once():
+    """A small resident output lives in mappable memory and a read maps it (where the adapter
+    lets passes bind such memory): threads reading it while others run passes on it as their
+    input (a submit that uses a mapped buffer aborts the process) all get right answers."""
+    device = dmlgpu.Device()
+    x = np.random.default_rng(11).integers(-50, 50, (64, 300)).astype(np.float32)
+    t = device.upload(x)
+    r = dmlgpu.argmax(t, 1)
+    if device.runner.in_place:
+        assert r._buffer.usage & wgpu.BufferUsage.MAP_READ
+    want, want_of_it = oracle.argmax(x, 1), oracle.argmin(oracle.argmax(x, 1), 0)
+    wrong, errors = [], []
+
+    def reads():
+        for _ in range(60):
+            if not np.array_equal(r.numpy(), want):
+                wrong.append("read")
+
+    def uses():
+        for _ in range(60):
+            u = dmlgpu.argmin(r, 0)
+            if not np.array_equal(u.numpy(), want_of_it):
+                wrong.append("use")
+            u.release()
+
+    def counted(fn):
+        try:
+            fn()
+        except Exception as err:  # any error here is a failure
+            errors.append(repr(err))
+
+    threads = [threading.Thread(target=counted, args=(fn,)) for fn in (reads, uses, reads, uses)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors and not wrong, (errors, wrong)
     device.close()
 
 
