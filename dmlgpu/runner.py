@@ -1646,8 +1646,9 @@ class Runner:
         round trips straight through wgpu-native with nothing of dmlgpu's in between (the
         calls of ``shared/probes/dispatch_floor.py``): a queue write of the bytes ``upload``
         if given, one 1-workgroup dispatch and a 16-byte copy in one command buffer, one
-        submit, a map polled as ``_Native.wait`` polls, and the 16 bytes copied out. None on
-        the public path."""
+        submit, a map polled as ``_Native.wait`` polls, and the 16 bytes copied out. Where
+        passes may bind mappable memory (``in_place``), the dispatch writes the mapped buffer
+        itself, with no copy, as a small call of ours does. None on the public path."""
         if not isinstance(self.path, _Native):
             return None
         n = self.path
@@ -1659,8 +1660,9 @@ class Runner:
             if upload is not None:
                 written = self.storage(upload.nbytes)
                 write = (written._internal, ffi.from_buffer(upload), upload.nbytes)
-            staging = self._create(16, _MAP_READ)
-            group = self.bind(params, src, dst)
+            in_place = self.in_place
+            staging = self._create(16, _MAP_READ_BOUND if in_place else _MAP_READ)
+            group = self.bind(params, src, staging if in_place else dst)
             self.flush()
             done = [False]
 
@@ -1686,7 +1688,8 @@ class Runner:
                     lib.wgpuComputePassEncoderDispatchWorkgroups(compute, 1, 1, 1)
                     lib.wgpuComputePassEncoderEnd(compute)
                     lib.wgpuComputePassEncoderRelease(compute)
-                    lib.wgpuCommandEncoderCopyBufferToBuffer(enc, handles[2], 0, handles[3], 0, 16)
+                    if not in_place:
+                        lib.wgpuCommandEncoderCopyBufferToBuffer(enc, handles[2], 0, handles[3], 0, 16)
                     buffers[0] = lib.wgpuCommandEncoderFinish(enc, n.buffer_desc)
                     lib.wgpuCommandEncoderRelease(enc)
                     lib.wgpuQueueSubmit(n.queue, 1, buffers)
