@@ -196,7 +196,7 @@ class Ceiling:
     byte the kernel moves, the way the operators' bytes are counted.
     """
 
-    def __init__(self, runner, kind: str, src, nbytes: int):
+    def __init__(self, runner, kind: str, src, nbytes: int, readable: bool = False):
         if kind not in ("read", "copy"):
             raise ValueError(f"kind is {kind!r}, but it must be 'read' or 'copy'")
         self.runner, self.kind, self.src = runner, kind, src
@@ -208,7 +208,7 @@ class Ceiling:
         self.pipeline = runner.pipeline(unroll(text))
         self.params = runner.uniform(np.array([vec4s, 0, 0, 0], np.uint32))
         dst_bytes = groups * CEILING_WG * 4 if kind == "read" else vec4s * 16
-        self.dst = runner.storage(dst_bytes)
+        self.dst = runner.storage(dst_bytes, readable=readable)  # (readable: see Runner.storage)
         self.bytes = vec4s * 16 + dst_bytes
         # bound once: a bind group made per call would count in the latency floor (40 us on
         # the H100), which no operator call pays (operators cache theirs)
@@ -453,9 +453,10 @@ def _latency(times: np.ndarray) -> dict:
 
 def floor_times(runner, budget_s: float = LATENCY_BUDGET_S) -> np.ndarray:
     """Wall times of the bare floor under any small call, through the same runner: one
-    dispatch of a 1-workgroup kernel and a 16-byte read-back (record, submit, map, copy)."""
+    dispatch of a 1-workgroup kernel and a 16-byte read-back (record, submit, map, copy out),
+    its output where a small output of ours is (``Runner.in_place``: in mappable memory)."""
     src = runner.storage(16)
-    ceiling = Ceiling(runner, "read", src, 16)
+    ceiling = Ceiling(runner, "read", src, 16, readable=runner.in_place)
     out = np.empty(16, np.uint8)
     steps = ceiling.steps
 
