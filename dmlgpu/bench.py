@@ -408,21 +408,6 @@ def find_peers() -> list:
 # ----------------------------------------------------------------------------- timing
 
 
-def wall_times(fn: Callable, budget_s: float = E2E_BUDGET_S, most: int = 100) -> np.ndarray:
-    """Wall seconds of calls to ``fn`` after a few untimed ones: as many as fit the budget (3..most)."""
-    start = time.perf_counter()
-    for _ in range(3):
-        fn()
-    first = (time.perf_counter() - start) / 3
-    count = max(3, min(most, int(budget_s / max(first, 1e-6))))
-    times = []
-    for _ in range(count):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return np.array(times)
-
-
 def interleaved(variants: dict[str, Callable[[int], np.ndarray]], repeats: int) -> dict[str, np.ndarray]:
     """Time the variants in rounds, taking turns (the order rotates each round), ``repeats``
     samples each; ``variants`` maps a name to a ``gpu_times(repeats)`` function."""
@@ -451,35 +436,71 @@ def _latency(times: np.ndarray) -> dict:
     return {"p50_s": float(np.percentile(times, 50)), "p99_s": float(np.percentile(times, 99)), "calls": len(times)}
 
 
-def floor_times(runner, budget_s: float = LATENCY_BUDGET_S) -> np.ndarray:
-    """Wall times of the bare floor under any small call, through the same runner: one
-    dispatch of a 1-workgroup kernel and a 16-byte read-back (record, submit, map, copy out),
-    its output where a small output of ours is (``Runner.in_place``: in mappable memory)."""
-    src = runner.storage(16)
-    ceiling = Ceiling(runner, "read", src, 16, readable=runner.in_place)
-    out = np.empty(16, np.uint8)
-    steps = ceiling.steps
+def interleaved_walls(timers: dict[str, Callable[[int], np.ndarray]], budget_s: float, most: int) -> dict:
+    """Wall seconds of calls of each timer, sampled in ``ROUNDS`` rounds that take turns (the
+    order rotating), so that a spell of a slow host falls on all of them alike; ``timers``
+    maps a name to ``timer(count)``, which times ``count`` calls and returns their seconds.
+    Each gets as many calls as ``budget_s`` allows by its first three (3..``most``)."""
+    counts = {}
+    for name, timer in timers.items():
+        first = float(np.median(timer(3)))
+        counts[name] = max(3, min(most, int(budget_s / max(first, 1e-6))))
+    samples: dict[str, list] = {name: [] for name in timers}
+    names = list(timers)
+    for r in range(ROUNDS):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            count = counts[name] // ROUNDS + (r < counts[name] % ROUNDS)
+            if count:
+                samples[name].extend(timers[name](count))
+    return {name: np.array(t) for name, t in samples.items()}
 
-    def once():
-        runner.dispatch(steps)
-        runner.read_into(ceiling.dst, out)
 
-    try:
-        return wall_times(once, budget_s, LATENCY_MAX_CALLS)
-    finally:
-        ceiling.release()
-        runner.release(src)
+def call_timer(fn: Callable) -> Callable[[int], np.ndarray]:
+    """A timer for ``interleaved_walls``: the wall seconds of each of ``count`` calls of ``fn``."""
+
+    def timer(count: int) -> np.ndarray:
+        times = np.empty(count)
+        for i in range(count):
+            start = time.perf_counter()
+            fn()
+            times[i] = time.perf_counter() - start
+        return times
+
+    return timer
 
 
-def native_floor_times(runner, upload: np.ndarray | None = None, budget_s: float = LATENCY_BUDGET_S):
-    """Wall times of the same round trip straight through wgpu-native, with nothing of ours in
-    between (``Runner.bare_round_trips``), after a queue write of ``upload`` if given: what
-    bounds a small call on this machine. None on the public runner path."""
-    first = runner.bare_round_trips(20, upload)
-    if first is None:
+class FloorTimer:
+    """The bare floor under any small call, through the runner: one dispatch of a
+    1-workgroup kernel and a 16-byte read-back (record, submit, map, copy out), its output
+    where a small output of ours is (``Runner.in_place``: in mappable memory). A timer for
+    ``interleaved_walls``; ``release()`` when done."""
+
+    def __init__(self, runner):
+        self.runner = runner
+        self.src = runner.storage(16)
+        self.ceiling = Ceiling(runner, "read", self.src, 16, readable=runner.in_place)
+        self.out = np.empty(16, np.uint8)
+        self.timer = call_timer(self.once)
+
+    def once(self) -> None:
+        self.runner.dispatch(self.ceiling.steps)
+        self.runner.read_into(self.ceiling.dst, self.out)
+
+    def __call__(self, count: int) -> np.ndarray:
+        return self.timer(count)
+
+    def release(self) -> None:
+        self.ceiling.release()
+        self.runner.release(self.src)
+
+
+def native_floor_timer(runner, upload: np.ndarray | None = None):
+    """A timer for ``interleaved_walls`` of the same round trip straight through wgpu-native,
+    with nothing of ours in between (``Runner.bare_round_trips``), after a queue write of
+    ``upload`` if given: what bounds a small call on this machine. None on the public path."""
+    if runner.bare_round_trips(1, upload) is None:
         return None
-    count = max(3, min(LATENCY_MAX_CALLS, int(budget_s / max(float(np.median(first)), 1e-6))))
-    return runner.bare_round_trips(count, upload)
+    return lambda count: runner.bare_round_trips(count, upload)
 
 
 # ----------------------------------------------------------------------------- one case
@@ -595,40 +616,54 @@ class Bench:
         return result
 
     def _end_to_end(self, case: Case, x: np.ndarray, inp, result: dict, peers: list, peer_data: dict) -> None:
-        """Wall times of whole calls: NumPy in and out; for latency cases also a GPU-resident
-        input with the result read back to NumPy, p50 and p99 of many calls, and the bare
-        floor of a dispatch and read-back through the same runner."""
+        """Wall times of whole calls: NumPy in and out, beside the peers'; for latency cases
+        also a GPU-resident input with the result read back to NumPy, p50 and p99 of many
+        calls, the bare floor of a dispatch and read-back through the same runner and
+        straight through wgpu-native: all of them sampled in interleaved rounds
+        (``interleaved_walls``)."""
         import dmlgpu
 
         op = getattr(dmlgpu, case.op)
         budget, most = (LATENCY_BUDGET_S, LATENCY_MAX_CALLS) if case.latency else (E2E_BUDGET_S, 100)
-        times = wall_times(lambda: op(x, case.axes, device=self.device), budget, most)
-        result["e2e_s"] = _median(times)
+        timers = {"numpy": call_timer(lambda: op(x, case.axes, device=self.device))}
+        floor = None
         if case.latency:
             def resident():
                 r = op(inp, case.axes, device=self.device)
                 r.numpy()
                 r.release()
 
-            resident_times = wall_times(resident, budget, most)
-            result["e2e_resident_s"] = _median(resident_times)
-            result["latency_times"] = {"numpy": _latency(times), "resident": _latency(resident_times),
-                                       "floor": _latency(floor_times(self.runner))}
+            timers["resident"] = call_timer(resident)
+            floor = timers["floor"] = FloorTimer(self.runner)
             for name, upload in (("native_floor", None), ("native_floor_upload", x)):
-                native = native_floor_times(self.runner, None if upload is None else
-                                            np.ascontiguousarray(upload).reshape(-1).view(np.uint8), budget)
+                native = native_floor_timer(self.runner, None if upload is None else
+                                            np.ascontiguousarray(upload).reshape(-1).view(np.uint8))
                 if native is not None:
-                    result["latency_times"][name] = _latency(native)
+                    timers[name] = native
         for peer in peers:
             data, fn = peer_data[peer.name]
+            timers[peer.name + " numpy"] = call_timer(lambda peer=peer: peer.to_numpy(peer.op(case, peer.upload(x))()))
+            if case.latency:
+                timers[peer.name + " resident"] = call_timer(lambda peer=peer, fn=fn: peer.to_numpy(fn()))
+        try:
+            walls = interleaved_walls(timers, budget, most)
+        finally:
+            if floor is not None:
+                floor.release()
+        result["e2e_s"] = _median(walls["numpy"])
+        if case.latency:
+            result["e2e_resident_s"] = _median(walls["resident"])
+            result["latency_times"] = {name: _latency(walls[name]) for name in
+                                       ("numpy", "resident", "floor", "native_floor", "native_floor_upload")
+                                       if name in walls}
+        for peer in peers:
             entry = result["peers"][peer.name]
-            peer_times = wall_times(lambda peer=peer: peer.to_numpy(peer.op(case, peer.upload(x))()), budget, most)
-            entry["e2e_s"] = _median(peer_times)
+            entry["e2e_s"] = _median(walls[peer.name + " numpy"])
             entry["e2e_resident_s"] = None
             if case.latency:
-                peer_resident = wall_times(lambda peer=peer, fn=fn: peer.to_numpy(fn()), budget, most)
-                entry["e2e_resident_s"] = _median(peer_resident)
-                entry["latency_times"] = {"numpy": _latency(peer_times), "resident": _latency(peer_resident)}
+                entry["e2e_resident_s"] = _median(walls[peer.name + " resident"])
+                entry["latency_times"] = {"numpy": _latency(walls[peer.name + " numpy"]),
+                                          "resident": _latency(walls[peer.name + " resident"])}
 
     # ------------------------------------------------------------------ transfers
 
