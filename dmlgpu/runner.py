@@ -235,6 +235,18 @@ def choose_adapter(name: str | None = None):
     return matches[0]
 
 
+def word_size(nbytes: int) -> int:
+    """``nbytes`` rounded up to whole 4-byte words (what copies and maps move)."""
+    return (nbytes + 3) & ~3
+
+
+def bound_size(nbytes: int) -> int:
+    """The size of a buffer that passes bind for ``nbytes``: whole 16-byte quads, at least one,
+    so that a shader reading quads never meets a partial one at the end (robust access would
+    clamp it to other data)."""
+    return max(16, (nbytes + 15) & ~15)
+
+
 def copy_in_parts(pool, dst: np.ndarray, src: np.ndarray, parts: int) -> None:
     """dst[:] = src (bytes) in ``parts`` slices of whole 64-byte lines, on ``pool``'s threads
     (NumPy lets go of the GIL while it copies)."""
@@ -1184,7 +1196,7 @@ class Runner:
         Sizes round up to 16 bytes so that a shader reading 16-byte quads never meets a
         partial one at the end (robust access would clamp it to other data).
         """
-        size = max(16, (nbytes + 15) & ~15)
+        size = bound_size(nbytes)
         with self._lock:
             if readable:
                 buffer = self._readable.take(size) or self._create(size, _READABLE)
@@ -1350,7 +1362,7 @@ class Runner:
             self._write_staged(buffer, raw, offset)
             return
         if raw.nbytes % 4:
-            padded = np.zeros((raw.nbytes + 3) & ~3, np.uint8)
+            padded = np.zeros(word_size(raw.nbytes), np.uint8)
             padded[:raw.nbytes] = raw
             raw = padded
         with self._lock:
@@ -1368,7 +1380,7 @@ class Runner:
         """``write`` through a reused staging buffer that is already mapped: the bytes are
         copied in, and the GPU's copy out of it is recorded like any other work (in order
         with it, submitted with the next read); it is mapped again after that submit."""
-        size = (raw.nbytes + 3) & ~3
+        size = word_size(raw.nbytes)
         kept_size = 1 << (size - 1).bit_length()  # size classes: few pools, at most 2x
         with self._lock:
             self.check()
@@ -1407,18 +1419,18 @@ class Runner:
             return None
         n = self.path
         kit = _HotCall()
-        in_size = (in_nbytes + 3) & ~3
+        in_size = word_size(in_nbytes)
         if self.in_place:  # a size a shader may bind and read in 16-byte quads
-            kit.input = self._create(max(16, (in_nbytes + 15) & ~15), _MAP_WRITE_BOUND, mapped=True)
+            kit.input = self._create(bound_size(in_nbytes), _MAP_WRITE_BOUND, mapped=True)
             wstaging = kit.input
         else:
             kit.input = self.storage(in_nbytes)
             wstaging = self._create(in_size, _MAP_WRITE, mapped=True)
+        out_size = max(4, word_size(out_nbytes))  # what is copied and mapped (a bound buffer is longer)
         if self.in_place and output_in_place:
-            kit.output = rstaging = self._create(max(16, (out_nbytes + 15) & ~15), _MAP_READ_BOUND)
+            kit.output = rstaging = self._create(bound_size(out_nbytes), _MAP_READ_BOUND)
         else:
-            kit.output, rstaging = self.storage(out_nbytes), self._create(max(4, (out_nbytes + 3) & ~3), _MAP_READ)
-        out_size = max(4, (out_nbytes + 3) & ~3)  # what is copied and mapped (a bound buffer is longer)
+            kit.output, rstaging = self.storage(out_nbytes), self._create(out_size, _MAP_READ)
         kit.wmap = n.new_map(wstaging, in_size, done=True)
         kit.rmap = n.new_map(rstaging, out_size)
         # the bind groups and pipelines the C struct points at stay alive, and (a Steps list
@@ -1527,7 +1539,7 @@ class Runner:
                     self.check()
                     self.path.unmap(m)
                     entry[1] = None
-                    copy = (staging, 0, buffer, offset + start, (size + 3) & ~3)
+                    copy = (staging, 0, buffer, offset + start, word_size(size))
                     self._submit([self._encode((), copies=[copy])])
                     entry[1] = self.path.new_map(staging, chunk)
                     self.path.start_map(entry[1], write=True)
@@ -1552,7 +1564,7 @@ class Runner:
             return self._read_streamed(buffer, out, offset)
         if buffer.usage == _READABLE and offset == 0:
             return self._read_in_place(buffer, out)
-        size = max(4, (nbytes + 3) & ~3)
+        size = max(4, word_size(nbytes))
         with self._lock:
             self.check()
             m = self._staging.take(size) or self.path.new_map(self._create(size, _MAP_READ), size)
@@ -1610,7 +1622,7 @@ class Runner:
             size = min(chunk, out.nbytes - starts[i])
             with self._lock:
                 self.check()
-                entry[1] = self.path.new_map(entry[0], (size + 3) & ~3)
+                entry[1] = self.path.new_map(entry[0], word_size(size))
                 tickets[i] = self._submit(read=(buffer, offset + starts[i], entry[1]))
 
         try:
