@@ -48,13 +48,13 @@ class LruCache(OrderedDict):
         self._lock = threading.Lock()
 
     def get(self, key, default=None):
-        # Each OrderedDict call is atomic under the GIL; an entry evicted by another thread
-        # between the two is simply not found (only inserts, which evict, take the lock).
-        try:
-            self.move_to_end(key)
-            return OrderedDict.__getitem__(self, key)
-        except KeyError:
-            return default
+        # (locked: a key's __eq__ may be Python code, during which another thread could evict)
+        with self._lock:
+            try:
+                self.move_to_end(key)
+                return OrderedDict.__getitem__(self, key)
+            except KeyError:
+                return default
 
     def __setitem__(self, key, value):
         with self._lock:

@@ -30,6 +30,9 @@ Objects are created through wgpu-py either way, so that their lifetimes stay wgp
   on the H100 with 8 threads making small calls: 2867 calls/s this way, 642 when every thread
   polled wgpu-native at once, 1500 when only the polls took turns (1 thread: 2923-3311). Work
   that only records (``CompiledOperator.run`` on resident tensors) needs ``_lock`` alone.
+  One read waits under ``_lock`` too: that of a small output in mappable memory
+  (``_read_in_place``), which must stay out of every submit while it is mapped; work that
+  only records waits for it (tens of microseconds on a GPU).
 - Staging buffers are taken from and returned to pools, so a buffer is mapped by one
   thread at a time; a call that fails between map and unmap drops its staging buffer
   instead of returning it to the pool.
@@ -1197,6 +1200,9 @@ class Runner:
         partial one at the end (robust access would clamp it to other data).
         """
         size = bound_size(nbytes)
+        if readable and not self.in_place:
+            raise AdapterError(f"readable storage needs the native path and mappable-primary-buffers, "
+                               f"which adapter {self.name!r} (path {self.path.name!r}) lacks")
         with self._lock:
             if readable:
                 buffer = self._readable.take(size) or self._create(size, _READABLE)
@@ -1562,7 +1568,7 @@ class Runner:
         nbytes = out.nbytes
         if nbytes > self.stream_above:
             return self._read_streamed(buffer, out, offset)
-        if buffer.usage == _READABLE and offset == 0:
+        if buffer.usage == _READABLE and offset == 0 and nbytes <= buffer.size:
             return self._read_in_place(buffer, out)
         size = max(4, word_size(nbytes))
         with self._lock:
@@ -1588,13 +1594,17 @@ class Runner:
             m = self._read_maps.get(buffer)
             if m is None:  # (it holds the handle, not the buffer, which may go with its tensor)
                 m = self._read_maps[buffer] = n.new_map(_Handle(buffer._internal), buffer.size)
-            ticket = self._submit(read=(buffer, 0, m))
+            if m.call is not None:
+                m.call[0].ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
             try:
-                n.wait(m, ticket)
+                n.wait(m, self._submit(read=(buffer, 0, m)))
                 n.drain(m, out)
-            except BaseException:
-                self._read_maps.pop(buffer, None)
-                self._destroy(buffer)  # it may be mid-map
+            except BaseException as err:
+                # Once submitted, the buffer (its tensor's) may be mid-map or mapped: it can
+                # be neither destroyed nor used again, so the device is taken as lost.
+                if m.call is not None and m.call[0].ticket != 0:
+                    self._read_maps.pop(buffer, None)
+                    self._lost = self._lost or f"was lost (a read failed with its buffer mapped: {err!r})"
                 raise
         return out
 

@@ -302,3 +302,31 @@ def test_random_descriptors_are_refused_by_name_or_right(device, data_type, size
     source = device.upload(x, inp)  # and the same through a resident tensor in the descriptor's layout
     np.testing.assert_array_equal(compiled.run(source).numpy(), want)
     source.release()
+
+
+def test_a_read_that_fails_with_its_output_mapped_loses_the_device_not_the_process(monkeypatch):
+    """A small resident output is read through its own map (where the adapter lets passes
+    bind mappable memory). If the wait fails with the map pending, the buffer can neither be
+    dropped (it is the tensor's) nor used again: the device is taken as lost, every later use
+    says so (no submit of a mapped buffer, which would abort the process), and a new device works."""
+    x = np.random.default_rng(12).standard_normal((5, 700)).astype(np.float32)
+    device = dmlgpu.Device()
+    if not device.runner.in_place:
+        device.close()
+        return
+    t = device.upload(x)
+    r = dmlgpu.argmax(t, 1)
+    real = device.runner.path.wait
+
+    def fails(m, ticket):
+        monkeypatch.setattr(device.runner.path, "wait", real)
+        raise dmlgpu.DeviceLostError("a map that did not land")
+
+    monkeypatch.setattr(device.runner.path, "wait", fails)
+    with pytest.raises(dmlgpu.DeviceLostError, match="did not land"):
+        r.numpy()
+    for use in (r.numpy, lambda: dmlgpu.argmax(t, 1).numpy(), lambda: dmlgpu.argmax(x, 1, device=device)):
+        with pytest.raises(dmlgpu.DeviceLostError, match="was lost"):
+            use()
+    device.close()
+    assert np.array_equal(dmlgpu.argmax(x, 1, device=dmlgpu.Device()), oracle.argmax(x, 1))

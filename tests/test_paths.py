@@ -367,3 +367,16 @@ def test_a_small_call_binds_its_staging_or_copies_through_it(in_place):
             assert writes_staging == (r.in_place and not (op == "hardmax"))
     finally:
         device.close()
+
+
+def test_readable_storage_is_refused_where_reads_cannot_map_it(monkeypatch):
+    """``Runner.storage(readable=True)`` needs the native path and mappable-primary-buffers;
+    elsewhere it says so before any buffer is made."""
+    monkeypatch.setenv("DMLGPU_RUNNER", "public")
+    device = dmlgpu.Device()
+    try:
+        assert not device.runner.in_place
+        with pytest.raises(dmlgpu.AdapterError, match="readable storage needs the native path"):
+            device.runner.storage(16, readable=True)
+    finally:
+        device.close()
