@@ -408,16 +408,19 @@ def find_peers() -> list:
 # ----------------------------------------------------------------------------- timing
 
 
-def interleaved(variants: dict[str, Callable[[int], np.ndarray]], repeats: int) -> dict[str, np.ndarray]:
+def interleaved(variants: dict[str, Callable[[int], np.ndarray]], repeats) -> dict[str, np.ndarray]:
     """Time the variants in rounds, taking turns (the order rotates each round), ``repeats``
-    samples each; ``variants`` maps a name to a ``gpu_times(repeats)`` function."""
-    rounds = max(1, min(ROUNDS, repeats))
+    samples each (an int, or a dict of them by name); ``variants`` maps a name to a function
+    that takes ``count`` samples (``gpu_times(count)``, a ``call_timer``)."""
     names = list(variants)
+    counts = repeats if isinstance(repeats, dict) else dict.fromkeys(names, repeats)
+    rounds = max(1, min(ROUNDS, max(counts.values())))
     samples: dict[str, list] = {n: [] for n in names}
     for r in range(rounds):
-        count = repeats // rounds + (r < repeats % rounds)
         for name in names[r % len(names):] + names[:r % len(names)]:
-            samples[name].extend(variants[name](count))
+            count = counts[name] // rounds + (r < counts[name] % rounds)
+            if count:
+                samples[name].extend(variants[name](count))
     return {n: np.array(s) for n, s in samples.items()}
 
 
@@ -437,22 +440,13 @@ def _latency(times: np.ndarray) -> dict:
 
 
 def interleaved_walls(timers: dict[str, Callable[[int], np.ndarray]], budget_s: float, most: int) -> dict:
-    """Wall seconds of calls of each timer, sampled in ``ROUNDS`` rounds that take turns (the
-    order rotating), so that a spell of a slow host falls on all of them alike; ``timers``
-    maps a name to ``timer(count)``, which times ``count`` calls and returns their seconds.
-    Each gets as many calls as ``budget_s`` allows by its first three (3..``most``)."""
-    counts = {}
-    for name, timer in timers.items():
-        first = float(np.median(timer(3)))
-        counts[name] = max(3, min(most, int(budget_s / max(first, 1e-6))))
-    samples: dict[str, list] = {name: [] for name in timers}
-    names = list(timers)
-    for r in range(ROUNDS):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            count = counts[name] // ROUNDS + (r < counts[name] % ROUNDS)
-            if count:
-                samples[name].extend(timers[name](count))
-    return {name: np.array(t) for name, t in samples.items()}
+    """Wall seconds of calls of each timer, sampled in interleaved rounds (``interleaved``),
+    so that a spell of a slow host falls on all of them alike; ``timers`` maps a name to
+    ``timer(count)``, which times ``count`` calls and returns their seconds. Each gets as many
+    calls as ``budget_s`` allows by its first three (3..``most``), which are not kept."""
+    counts = {name: max(3, min(most, int(budget_s / max(float(np.median(timer(3))), 1e-6))))
+              for name, timer in timers.items()}
+    return interleaved(timers, counts)
 
 
 def call_timer(fn: Callable) -> Callable[[int], np.ndarray]:

@@ -66,12 +66,10 @@ _WANTED_FEATURES = ("shader-int64", "shader-f16", "subgroup", "timestamp-query",
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
 _MAP_READ = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
 _MAP_WRITE = wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC
-#: A small call's staging that its passes bind: the upload as their input, the read-back as
-#: their output (the clear of an output copies into it)
+#: A small call's upload staging that its passes bind as their input
 _MAP_WRITE_BOUND = _MAP_WRITE | wgpu.BufferUsage.STORAGE
-_MAP_READ_BOUND = _MAP_READ | wgpu.BufferUsage.STORAGE
 #: A small output that passes write into mappable memory and a read maps as it is
-#: (``Runner.storage(readable=True)``)
+#: (``Runner.storage(readable=True)``; a kit's read-back staging, ``Runner.hot_call``)
 _READABLE = _STORAGE | wgpu.BufferUsage.MAP_READ
 
 
@@ -1007,6 +1005,8 @@ class Runner:
         self._writes = _Pool(_STAGING_POOL_BYTES)
         self._remap: list = []
         self._pool = _Pool(POOL_BYTES)  # freed storage buffers
+        self._readable = _Pool(_STAGING_POOL_BYTES)  # freed readable buffers
+        self._pools = {_STORAGE: self._pool, _READABLE: self._readable}  # storage's and free's, by usage
         self._rings: dict[bool, list] = {}  # MAP_WRITE (True) and MAP_READ (False) rings
         self._copier = None  # threads for host-side copies of large transfers
         # every buffer this runner made and has not destroyed (buffers dropped with an object
@@ -1024,7 +1024,6 @@ class Runner:
         # small outputs in mappable memory: a NumPy call's kit binds its staging (hot_call),
         # a resident call writes a buffer a read maps as it is (storage(readable=True))
         self.in_place = "mappable-primary-buffers" in self.features and self._defers
-        self._readable = _Pool(_STAGING_POOL_BYTES)  # freed readable buffers
         self._read_maps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # readable buffer -> its map
 
     def _choose_path(self):
@@ -1193,21 +1192,15 @@ class Runner:
         return buffers
 
     def storage(self, nbytes: int, data=None, readable: bool = False):
-        """A storage buffer of at least ``nbytes``, optionally filled; ``readable`` (where
-        ``in_place``): in mappable memory, which a read maps as it is (``_read_in_place``).
-
-        Sizes round up to 16 bytes so that a shader reading 16-byte quads never meets a
-        partial one at the end (robust access would clamp it to other data).
-        """
-        size = bound_size(nbytes)
+        """A storage buffer of ``bound_size(nbytes)`` bytes from the pool of its kind, optionally
+        filled; ``readable`` (where ``in_place``): in mappable memory, which a read maps as it
+        is (``_read_in_place``)."""
         if readable and not self.in_place:
             raise AdapterError(f"readable storage needs the native path and mappable-primary-buffers, "
                                f"which adapter {self.name!r} (path {self.path.name!r}) lacks")
+        size, usage = bound_size(nbytes), _READABLE if readable else _STORAGE
         with self._lock:
-            if readable:
-                buffer = self._readable.take(size) or self._create(size, _READABLE)
-            else:
-                buffer = self._pool.take(size) or self._create(size, _STORAGE)
+            buffer = self._pools[usage].take(size) or self._create(size, usage)
         if data is not None:
             self.write(buffer, data)
         return buffer
@@ -1221,8 +1214,7 @@ class Runner:
         with self._lock:
             if self._lost is not None:
                 return
-            usage = buffer.usage
-            pool = self._pool if usage == _STORAGE else self._readable if usage == _READABLE else None
+            pool = self._pools.get(buffer.usage)
             for old in pool.put(buffer) if keep and pool is not None else [buffer]:
                 self._destroy(old)
 
@@ -1434,7 +1426,7 @@ class Runner:
             wstaging = self._create(in_size, _MAP_WRITE, mapped=True)
         out_size = max(4, word_size(out_nbytes))  # what is copied and mapped (a bound buffer is longer)
         if self.in_place and output_in_place:
-            kit.output = rstaging = self._create(bound_size(out_nbytes), _MAP_READ_BOUND)
+            kit.output = rstaging = self.storage(out_nbytes, readable=True)
         else:
             kit.output, rstaging = self.storage(out_nbytes), self._create(out_size, _MAP_READ)
         kit.wmap = n.new_map(wstaging, in_size, done=True)
@@ -1683,7 +1675,7 @@ class Runner:
                 written = self.storage(upload.nbytes)
                 write = (written._internal, ffi.from_buffer(upload), upload.nbytes)
             in_place = self.in_place
-            staging = self._create(16, _MAP_READ_BOUND if in_place else _MAP_READ)
+            staging = self._create(16, _READABLE if in_place else _MAP_READ)
             group = self.bind(params, src, staging if in_place else dst)
             self.flush()
             done = [False]
