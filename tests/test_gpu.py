@@ -560,16 +560,18 @@ def test_adapter_choice_by_name(device):
         dmlgpu.Device("no-such-adapter-name")
     same = dmlgpu.Device(device.name[:6])
     assert same.name == device.name or device.name[:6].lower() in same.name.lower()
+    assert dmlgpu.Device(device.runner.backend.upper()).runner.backend == device.runner.backend  # a backend's name
 
 
 def test_adapter_choice_by_index(monkeypatch):
     """``#N`` (in ``adapter``, ``DMLGPU_ADAPTER`` or ``--adapter``) and ``adapter_index=N`` pick
-    the Nth adapter of ``runner.adapters()``: native backends before OpenGL, GPUs before CPUs."""
+    the Nth adapter of ``runner.adapters()``: native backends only (OpenGL where asked for,
+    after them), GPUs before CPUs."""
     from dmlgpu.runner import adapters
 
     found = adapters()
-    kinds = [(a.info["backend_type"] == "OpenGL", a.info["adapter_type"] == "CPU") for a in found]
-    assert kinds == sorted(kinds)
+    assert found and all(a.info["backend_type"] != "OpenGL" for a in found)
+    assert [a.info["adapter_type"] == "CPU" for a in found] == sorted(a.info["adapter_type"] == "CPU" for a in found)
     assert dmlgpu.Device(adapter_index=0).runner.adapter.info == found[0].info
     assert dmlgpu.Device("#0").name == found[0].info["device"]
     monkeypatch.setenv("DMLGPU_ADAPTER", " #0 ")
@@ -585,6 +587,28 @@ def test_adapter_choice_by_index(monkeypatch):
         dmlgpu.Device(adapter_index=-1)
     with pytest.raises(ValueError, match=r"adapter is 'llvm' and adapter_index is 0, but only one may be given"):
         dmlgpu.Device("llvm", adapter_index=0)
+
+
+def test_adapters_are_enumerated_once_and_opengl_only_when_asked(monkeypatch):
+    """The adapter objects are the same on every call (enumerated once per process, never let
+    go of); OpenGL adapters follow the native ones only with ``DMLGPU_OPENGL=1`` or for a name
+    that only they match."""
+    from dmlgpu.runner import adapters, choose_adapter
+
+    first = adapters()
+    assert [id(a) for a in adapters()] == [id(a) for a in first]
+    monkeypatch.delenv("DMLGPU_ADAPTER", raising=False)
+    assert choose_adapter() in first
+    with_gl = adapters(opengl=True)
+    assert with_gl[:len(first)] == first
+    assert all(a.info["backend_type"] == "OpenGL" for a in with_gl[len(first):])
+    monkeypatch.setenv("DMLGPU_OPENGL", "1")
+    assert adapters() == with_gl
+    if len(with_gl) > len(first):  # (lavapipe's machines have Mesa's OpenGL too)
+        gl = dmlgpu.Device("opengl")
+        assert gl.runner.backend == "OpenGL"
+        np.testing.assert_array_equal(dmlgpu.argmax(GRID, 1, device=gl), oracle.argmax(GRID, 1))
+        gl.close()
 
 
 # --- every kernel the planner can choose, with thresholds shrunk so small inputs reach them

@@ -3,6 +3,7 @@ memory, closing and losing devices, and random descriptors good and bad."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -127,6 +128,29 @@ def test_threads_share_the_default_device_with_streamed_calls():
     threads += [threading.Thread(target=_call_loop, args=(device, s, 60, wrong, errors)) for s in range(2, 6)]
     _run_all(threads, wrong, errors)
     device.close()
+
+
+STRESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "soak.py")
+
+
+@pytest.mark.parametrize("threads, device_threads, opengl, seconds", [(16, 3, False, 60.0), (4, 2, True, 15.0)],
+                         ids=["native", "with-opengl"])
+def test_stress_threads_call_while_others_open_and_close_devices(tmp_path, threads, device_threads, opengl, seconds):
+    """``benchmarks/soak.py`` in a child process (an abort fails the test, not the suite): 16
+    threads calling on one device (mixed operators, sizes, types, resident chains, releases)
+    while 3 threads open and close devices by default, by name and by ``#N``, for 60 s; and a
+    shorter run with OpenGL adapters asked for too. 0 wrong answers, 0 errors, devices opened.
+    (Before the process-wide adapter lock and instances without OpenGL, wgpu's EGL backend
+    aborted the process within seconds.) ``DMLGPU_STRESS_SECONDS`` shortens it for local runs."""
+    seconds = float(os.environ.get("DMLGPU_STRESS_SECONDS", seconds))
+    out = tmp_path / "stress.json"
+    command = [sys.executable, STRESS, "--seconds", str(seconds), "--threads", str(threads),
+               "--device-threads", str(device_threads), "--json", str(out)] + ["--opengl"] * opengl
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 300)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    summary = json.loads(out.read_text())
+    assert summary["wrong"] == 0 and summary["errors"] == 0, summary["messages"]
+    assert summary["devices_opened"] > 0 and summary["calls"] > summary["devices_opened"]
 
 
 # --- Ctrl-C ----------------------------------------------------------------------------
