@@ -205,7 +205,7 @@ def main() -> int:
 
     import dmlgpu
     import dmlgpu.dask as dd
-    from dmlgpu.runner import adapters as all_adapters
+    from dmlgpu.runtime.adapters import adapters as all_adapters
 
     gib = args.gib or (1 / 16 if args.small else 32)
     chunk_bytes = int((args.chunk_mib or (4 if args.small else 256)) * 2**20)

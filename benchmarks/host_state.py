@@ -11,7 +11,7 @@ that makes it (default: fresh,big,free,trim,sleep,torch,cupy,threads,fresh):
 - ``sleep``: 3 s idle; ``threads``: 16 threads made and joined;
 - ``torch``, ``cupy``: that library imported and a CUDA context made (skipped without it).
 
-Each state prints p50 us of the NumPy call's kit steps one by one (``dmlgpu/_hot.c`` behind
+Each state prints p50 us of the NumPy call's kit steps one by one (``dmlgpu/runtime/_hot.c`` behind
 each: waiting for the upload staging, the copy into it, record + submit, waiting for the
 result, the copy out), of the NumPy call and the resident call through the API, and of the
 bare wgpu-native round trip (``Runner.bare_round_trips``); then per call, from ``getrusage``,

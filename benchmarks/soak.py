@@ -26,7 +26,7 @@ import numpy as np
 
 import dmlgpu
 from dmlgpu import oracle
-from dmlgpu.runner import adapters
+from dmlgpu.runtime.adapters import adapters
 
 SHAPES = [(1, 1000), (64, 1000), (7, 33), (128, 5), (3, 4, 50), (16, 16, 16), (2, 3000), (1, 151936), (512, 1024)]
 DTYPES = [np.float32, np.float16, np.int32, np.uint8, np.int16, np.int64]

@@ -49,7 +49,7 @@ from .desc import (
     lower,
 )
 from .errors import DescriptorError
-from .runner import copy_in_parts
+from .runtime.transfers import copy_in_parts
 from .types import DataType
 from .wgsl import template, unroll
 
@@ -856,7 +856,7 @@ def _commit() -> str | None:
 
 def report_header(device, suite: Suite, peers: list) -> dict:
     import dmlgpu
-    from .runner import wgpu_version
+    from .runtime.adapters import wgpu_version
 
     info = device.info()
     return {

@@ -79,7 +79,7 @@ def feature_level_lines() -> list[str]:
 def info(as_json: bool, levels: bool = True) -> int:
     """List every adapter with its limits and features, then (``levels``) the feature levels
     with the operators and types each has."""
-    from .runner import adapter_summary, adapters
+    from .runtime.adapters import adapter_summary, adapters
     from .types import DEFAULT_FEATURE_LEVEL, level_table
 
     summaries = [{"index": i, **adapter_summary(a)} for i, a in enumerate(adapters())]

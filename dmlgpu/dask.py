@@ -305,7 +305,7 @@ def _one_hot(block, index, *, axes, block_info=None):
 def gpu_adapters() -> list[int]:
     """Indices (``"#N"``) of the adapters a cluster should use: every GPU through a native
     backend, else the first adapter (lavapipe on a machine without a GPU)."""
-    from .runner import adapters
+    from .runtime.adapters import adapters
 
     return _gpus_among(adapters())
 
@@ -332,7 +332,7 @@ def local_cluster(adapters=None, *, threads_per_worker: int = 2, memory_limit=No
     from distributed import Nanny, Scheduler, SpecCluster
     from distributed.system import MEMORY_LIMIT
 
-    from .runner import adapters as listed
+    from .runtime.adapters import adapters as listed
 
     found = listed()
     adapters = _gpus_among(found) if adapters is None else list(adapters)

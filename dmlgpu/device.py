@@ -6,7 +6,7 @@ operator runs on NumPy arrays (upload, dispatch, read back) or on ``Tensor`` obj
 that stay on the GPU, so chains of calls do not cross the bus each time.
 
 Any number of threads may share a ``Device``: what the runner orders is guarded there
-(``runner.py``); here, each NumPy call takes GPU buffers of its own from a pool, and the
+(``runtime/runner.py``); here, each NumPy call takes GPU buffers of its own from a pool, and the
 caches are locked.
 """
 
@@ -23,7 +23,10 @@ from .desc import TensorDesc, lower
 from .errors import DataError, GPUMemoryError
 from .pieces import Schedule, buffer_spans, schedule
 from .plan import Plan, Tuning
-from .runner import IN_PLACE_OUTPUT_MAX, Runner, Steps, adapter_summary, interrupts_held
+from .runtime.adapters import adapter_summary
+from .runtime.interrupts import interrupts_held
+from .runtime.native import Steps
+from .runtime.runner import IN_PLACE_OUTPUT_MAX, Runner
 from .types import DEFAULT_FEATURE_LEVEL, FeatureLevel, NanMode
 from .wgsl import params_words, shader_sources
 
@@ -403,7 +406,7 @@ class CompiledOperator:
 
 
 def _adapter_spec(adapter: str | None, index: int | None) -> str | None:
-    """``adapter``, or the ``"#N"`` form of ``index`` that ``runner.choose_adapter`` reads."""
+    """``adapter``, or the ``"#N"`` form of ``index`` that ``runtime.adapters.choose_adapter`` reads."""
     if index is None:
         return adapter
     if not isinstance(index, (int, np.integer)) or isinstance(index, bool):

@@ -11,7 +11,7 @@ if [ "$(uname -s)" = Linux ] && ! compgen -G '/usr/share/vulkan/icd.d/*.json' >/
     && ! compgen -G '/etc/vulkan/icd.d/*.json' >/dev/null; then
   pkgs="$pkgs mesa-vulkan-drivers libvulkan1"
 fi
-# A C compiler for the native path's hot loop (dmlgpu/_hot.c, compiled on first use); without
+# A C compiler for the native path's hot loop (dmlgpu/runtime/_hot.c, compiled on first use); without
 # one dmlgpu falls back to the public path, and the tests that pin the native path fail.
 if [ "$(uname -s)" = Linux ] && ! command -v cc >/dev/null && ! command -v gcc >/dev/null \
     && ! command -v clang >/dev/null; then

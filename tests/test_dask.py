@@ -265,7 +265,7 @@ def test_local_cluster_pins_each_worker_to_its_adapter(client, device):
     env = client.run(lambda: os.environ.get("DMLGPU_ADAPTER"))
     assert sorted(env.values()) == ["#0", "#0"]
     names = client.run(lambda: dmlgpu.default_device().name)
-    assert set(names.values()) == {dmlgpu.runner.adapters()[0].info["device"]}
+    assert set(names.values()) == {dmlgpu.runtime.adapters.adapters()[0].info["device"]}
     assert len({pid for pid in client.run(os.getpid).values()} | {os.getpid()}) == 3
 
 

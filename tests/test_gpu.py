@@ -400,7 +400,7 @@ def test_freed_buffers_are_kept_up_to_the_pool_limit(device, monkeypatch):
 
 
 def test_the_pool_gives_back_its_oldest_first():
-    from dmlgpu.runner import _Pool
+    from dmlgpu.runtime.memory import _Pool
 
     class Item:
         def __init__(self, size):
@@ -565,9 +565,9 @@ def test_adapter_choice_by_name(device):
 
 def test_adapter_choice_by_index(monkeypatch):
     """``#N`` (in ``adapter``, ``DMLGPU_ADAPTER`` or ``--adapter``) and ``adapter_index=N`` pick
-    the Nth adapter of ``runner.adapters()``: native backends only (OpenGL where asked for,
+    the Nth adapter of ``runtime.adapters.adapters()``: native backends only (OpenGL where asked for,
     after them), GPUs before CPUs."""
-    from dmlgpu.runner import adapters
+    from dmlgpu.runtime.adapters import adapters
 
     found = adapters()
     assert found and all(a.info["backend_type"] != "OpenGL" for a in found)
@@ -593,7 +593,7 @@ def test_adapters_are_enumerated_once_and_opengl_only_when_asked(monkeypatch):
     """The adapter objects are the same on every call (enumerated once per process, never let
     go of); OpenGL adapters follow the native ones only with ``DMLGPU_OPENGL=1`` or for a name
     that only they match."""
-    from dmlgpu.runner import adapters, choose_adapter
+    from dmlgpu.runtime.adapters import adapters, choose_adapter
 
     first = adapters()
     assert [id(a) for a in adapters()] == [id(a) for a in first]

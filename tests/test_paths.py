@@ -9,14 +9,14 @@ import pytest
 import wgpu
 
 import dmlgpu
-from dmlgpu import runner
+from dmlgpu.runtime import hot, memory, native
 
 
 def test_installed_wgpu_is_one_the_native_path_knows():
     """A wgpu-py the native path was not written against must fail here, loudly, rather than
     misbehave at run time (pyproject.toml pins the range; NATIVE_WGPU lists what was checked)."""
-    assert runner.native_unsupported() is None, runner.native_unsupported()
-    assert wgpu.__version__ in runner.NATIVE_WGPU
+    assert native.native_unsupported() is None, native.native_unsupported()
+    assert wgpu.__version__ in native.NATIVE_WGPU
 
 
 def test_the_switch_picks_the_path(device):
@@ -26,7 +26,7 @@ def test_the_switch_picks_the_path(device):
 
 
 def test_an_unknown_version_falls_back_to_the_public_path(monkeypatch):
-    monkeypatch.setattr(runner, "NATIVE_WGPU", {"0.0.0": "0"})
+    monkeypatch.setattr(native, "NATIVE_WGPU", {"0.0.0": "0"})
     monkeypatch.delenv("DMLGPU_RUNNER", raising=False)
     import warnings
 
@@ -99,12 +99,12 @@ def test_a_dispatch_is_recorded_at_its_submit_and_with_the_read_after_it(device,
     tensors = [device.upload(x) for x in xs]
     if device.runner.path.name != "native":
         r = dmlgpu.argmax(tensors[0], 1)
-        assert not isinstance(device.runner._pending[-1], runner._Deferred)
+        assert not isinstance(device.runner._pending[-1], native._Deferred)
         assert np.array_equal(r.numpy(), oracle.argmax(xs[0], 1))
         return
     taken = []
-    take = runner._Deferred.take
-    monkeypatch.setattr(runner._Deferred, "take", lambda self: taken.append(self) or take(self))
+    take = native._Deferred.take
+    monkeypatch.setattr(native._Deferred, "take", lambda self: taken.append(self) or take(self))
     one = dmlgpu.argmax(tensors[0], 1)
     assert np.array_equal(one.numpy(), oracle.argmax(xs[0], 1)) and taken == []  # fused
     one.write(np.zeros(4, np.uint32))
@@ -125,10 +125,10 @@ def test_a_dispatch_is_recorded_at_its_submit_and_with_the_read_after_it(device,
 
 def test_the_hot_loop_is_compiled_once_into_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path))
-    built = runner._compile_hot()
+    built = hot._compile_hot()
     assert os.path.dirname(built) == str(tmp_path) and os.path.isfile(built)
     stamp = os.stat(built).st_mtime_ns
-    assert runner._compile_hot() == built and os.stat(built).st_mtime_ns == stamp  # found, not built again
+    assert hot._compile_hot() == built and os.stat(built).st_mtime_ns == stamp  # found, not built again
     assert [p for p in os.listdir(tmp_path) if p != os.path.basename(built)] == []  # no work folder left
 
 
@@ -144,7 +144,7 @@ def test_without_a_compiler_the_public_path_is_used(tmp_path, monkeypatch):
     monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path))  # nothing built there yet
     monkeypatch.setenv("CC", "false")
     monkeypatch.delenv("DMLGPU_RUNNER", raising=False)
-    monkeypatch.setattr(runner, "_hot_loaded", [])
+    monkeypatch.setattr(hot, "_hot_loaded", [])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         device = dmlgpu.Device()
@@ -170,7 +170,7 @@ def test_a_map_whose_owner_goes_first_is_left_to_its_callback(device):
         return
     r = device.runner
     for write in (False, True):
-        buffer = r._create(256, runner._MAP_WRITE if write else runner._MAP_READ)
+        buffer = r._create(256, memory._MAP_WRITE if write else memory._MAP_READ)
         m = r.path.new_map(buffer, 256)
         r.path.start_map(m, write=write)
         del m
@@ -229,13 +229,13 @@ def test_a_numpy_call_submits_work_recorded_before_it_first(device):
 def test_cc_may_hold_flags_and_a_missing_one_is_said(tmp_path, monkeypatch):
     monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path))
     monkeypatch.setenv("CC", "cc -O1")  # flags in CC, as make reads it
-    assert os.path.isfile(runner._compile_hot())
+    assert os.path.isfile(hot._compile_hot())
     monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path / "other"))
     monkeypatch.setenv("CC", "/nonexistent/cc")
     import pytest
 
     with pytest.raises(RuntimeError, match="could not build the native path's hot loop"):
-        runner._compile_hot()
+        hot._compile_hot()
 
 
 # --- copies into staging on several cores (_hot.c's DmlCopier) ---------------------------
@@ -273,12 +273,12 @@ def test_copies_on_helper_threads_land_whole_at_every_size(device, monkeypatch):
     r = device.runner
     if r.path.name != "native":
         return
-    copier = runner.hot_copier()
+    copier = hot.hot_copier()
     assert copier != r.path.hot_ffi.NULL and r.path.hot.dml_copier_helpers(copier) == min(
-        runner.FILL_HELPERS, os.cpu_count() - 1)
+        hot.FILL_HELPERS, os.cpu_count() - 1)
     monkeypatch.setattr(r.path, "copier", copier)
     rng = np.random.default_rng(7)
-    above = runner.FILL_PARALLEL_ABOVE
+    above = hot.FILL_PARALLEL_ABOVE
     for n in (1, above - 1, above, above + 1, 4 * above + 63, 600_001):
         x = rng.integers(0, 256, n, dtype=np.uint8)
         t = device.upload(x)
@@ -306,9 +306,9 @@ def test_copies_on_helper_threads_land_whole_at_every_size(device, monkeypatch):
 def test_the_helpers_are_one_set_per_process_and_stop_when_asked():
     """``hot_copier`` starts the process's helpers once; ``dml_copier_stop`` ends a copier's
     threads (joined: gone from the process)."""
-    ffi, lib = runner.hot_library()
-    first = runner.hot_copier()
-    assert runner.hot_copier() is first
+    ffi, lib = hot.hot_library()
+    first = hot.hot_copier()
+    assert hot.hot_copier() is first
     before = lib.dml_copier_helpers(first)
     assert _helper_threads_become(before)  # (a helper names itself once it runs)
     extra = lib.dml_copier_start(2, 1e-4)
@@ -318,13 +318,13 @@ def test_the_helpers_are_one_set_per_process_and_stop_when_asked():
 
 
 def test_a_forked_child_copies_alone_then_starts_helpers_of_its_own():
-    ffi, lib = runner.hot_library()
-    parent = runner.hot_copier()
+    ffi, lib = hot.hot_library()
+    parent = hot.hot_copier()
     pid = os.fork()
     if pid == 0:  # the child: the parent's helpers are not here
         ok = lib.dml_copier_helpers(parent) == 0
-        mine = runner.hot_copier()
-        wanted = min(runner.FILL_HELPERS, os.cpu_count() - 1)
+        mine = hot.hot_copier()
+        wanted = min(hot.FILL_HELPERS, os.cpu_count() - 1)
         os._exit(0 if ok and mine != parent and lib.dml_copier_helpers(mine) == wanted else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0

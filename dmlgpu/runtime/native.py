@@ -1,0 +1,329 @@
+"""The native backend: wgpu-native through the ``ffi`` / ``lib`` wgpu-py exports, a small
+call's sequence in C (``hot.py``), the calling thread polling the device.
+
+Owns ``_Native`` (what the runner drives), its encoders, deferred dispatches, maps and the C
+form of a list of steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import wgpu
+
+from ..errors import DeviceLostError
+from .hot import _HOT_FUNCTIONS, FILL_PARALLEL_ABOVE, hot_library
+
+#: wgpu-py versions the native path is written against, with the wgpu-native each bundles.
+NATIVE_WGPU = {"0.32.0": "29.0.1.1"}
+#: A map that has not landed this long after its queue went idle means the device is gone.
+MAP_TIMEOUT_S = 10.0
+
+_NO_QUERY = 0xFFFFFFFF  # WGPU_QUERY_SET_INDEX_UNDEFINED
+
+
+def native_unsupported() -> str | None:
+    """Why the native path cannot be used with the installed wgpu-py, or None if it can."""
+    from wgpu.backends import wgpu_native
+
+    if NATIVE_WGPU.get(wgpu.__version__) != wgpu_native.__version__:
+        known = ", ".join(f"wgpu-py {k} (wgpu-native {v})" for k, v in NATIVE_WGPU.items())
+        return (f"the native path is written against {known}, but wgpu-py {wgpu.__version__} "
+                f"(wgpu-native {wgpu_native.__version__}) is installed")
+    return None
+
+
+class _NativeMap:
+    """One map of a staging buffer on the native path: its outcome lands in a C ``DmlState``
+    (``_hot.c``), which outlives this object if the map is still pending when it goes."""
+
+    __slots__ = ("buffer", "size", "state", "call", "_drop")
+
+    def __init__(self, hot, buffer, size: int, done: bool = False):
+        self.buffer, self.size, self.call = buffer, size, None  # call: a read's (DmlCall, ticket, handles) (_Native.submit)
+        self.state = hot.dml_state_new(done)
+        if not self.state:
+            raise MemoryError("no memory for a map state")
+        self._drop = hot.dml_state_drop
+
+    def __del__(self):
+        self._drop(self.state)
+
+
+class _Native:
+    """The same, straight to wgpu-native through the ``ffi`` / ``lib`` wgpu-py exports, the
+    small call's sequence in C (``_hot.c``), the calling thread polling the device.
+
+    Errors wgpu-native reports while a C function runs come to wgpu-py's error handler on
+    this thread; ``_checked`` and ``_finish`` collect them as wgpu-py's ``libf`` wrappers do, and raise.
+    """
+
+    name = "native"
+
+    def __init__(self, device):
+        from wgpu.backends.wgpu_native import _api
+        from wgpu.backends.wgpu_native._helpers import ERROR_TYPES
+
+        self.hot_ffi, self.hot = hot_library()
+        self.null = self.hot_ffi.NULL
+        ffi, lib = _api.ffi, _api.lib
+        self.ffi, self.lib, self.libf = ffi, lib, _api.libf
+        self.errors, self.error_types = _api.error_handler, ERROR_TYPES
+        self.device, self.handle, self.queue = device, device._internal, device.queue._internal
+        self.pass_desc = ffi.new("WGPUComputePassDescriptor *")
+        self.encoder_desc = ffi.new("WGPUCommandEncoderDescriptor *")
+        self.buffer_desc = ffi.new("WGPUCommandBufferDescriptor *")
+        fns = self.fns = self.hot_ffi.new("DmlFns *")
+        for i, name in enumerate(_HOT_FUNCTIONS):
+            fns.fn[i] = self.ptr(getattr(lib, name))
+        fns.callback_mode, fns.map_success = lib.WGPUCallbackMode_AllowProcessEvents, lib.WGPUMapAsyncStatus_Success
+        fns.map_read, fns.map_write = lib.WGPUMapMode_Read, lib.WGPUMapMode_Write
+        fns.encoder_descriptor, fns.pass_descriptor, fns.buffer_descriptor = (
+            self.encoder_desc, self.pass_desc, self.buffer_desc)
+        self.spin_s = 0.0  # how long a wait polls without blocking first (Runner sets it)
+        self.copier = self.null  # helper threads of copies into staging (Runner sets them: hot_copier)
+
+    def ptr(self, cdata):
+        """A pointer of wgpu-py's ffi (a function) as a ``void *`` of ours. Handles need no
+        conversion: cffi passes any pointer where ``void *`` is declared."""
+        return self.hot_ffi.cast("void *", int(self.ffi.cast("uintptr_t", cdata)))
+
+    def _captured(self, name: str, fn, *args) -> tuple:
+        """``fn(*args)`` and the error wgpu-native reported meanwhile, collected as ``libf``
+        collects it (None if none)."""
+        self.errors.capture(name)
+        try:
+            result = fn(*args)
+        finally:
+            error = self.errors.release(name)
+        return result, error if error is None else self.error_types.get(error[0], wgpu.GPUError)(error[1])
+
+    def _checked(self, name: str, fn, *args):
+        """``fn(*args)``, raising the error wgpu-native reported meanwhile (as ``libf`` does)."""
+        result, error = self._captured(name, fn, *args)
+        if error is not None:
+            raise error
+        return result
+
+    def new_map(self, buffer, size: int, done: bool = False) -> _NativeMap:
+        return _NativeMap(self.hot, buffer, size, done)
+
+    def encoder(self):
+        return _NativeEncoder(self)
+
+    def timed_pass(self, queries, begin: int, end: int):
+        """A pass descriptor writing timestamps ``begin`` / ``end`` (or ``_NO_QUERY``), with the
+        struct it points to (both must live until the pass has begun)."""
+        stamps = self.ffi.new("WGPUPassTimestampWrites *")
+        stamps.querySet, stamps.beginningOfPassWriteIndex, stamps.endOfPassWriteIndex = queries._internal, begin, end
+        desc = self.ffi.new("WGPUComputePassDescriptor *")
+        desc.timestampWrites = stamps
+        return desc, stamps
+
+    def submit(self, encoders: list, read=None):
+        """As ``_Public.submit``, through ``_hot.c``; the ticket is the submission's index."""
+        if read is None:
+            handles = self.hot_ffi.new("void *[]", [e.take() for e in encoders])
+            self._finish(handles, self.hot.dml_finish, handles, len(encoders))
+            return self.hot_ffi.new("uint64_t *", self.hot.dml_submit(self.fns, self.queue, handles, len(encoders)))
+        src, offset, m = read
+        if m.call is None:  # made once for each staging buffer's map, with its ticket's address
+            c = self.hot_ffi.new("DmlCall *")
+            c.device, c.queue, c.rstaging, c.rstate, c.out_size = self.handle, self.queue, m.buffer._internal, \
+                m.state, m.size
+            m.call = (c, self.hot_ffi.addressof(c, "ticket"), self.hot_ffi.new("void *[1]"))
+        c, ticket, handles = m.call
+        c.output, c.out_offset = src._internal, offset
+        if len(encoders) == 1 and type(encoders[0]) is _Deferred and len(encoders[0].clear) <= 1:
+            # one dispatch then this read: recorded together, in one encoder, by one C call
+            # (c keeps pointing at the steps' C array after the call: every use of c sets them)
+            d = encoders[0]
+            _kept = self.put_passes(c, d.steps, d.clear[0] if d.clear else None)  # its C array lives through the call
+            self.call(c, [], handles)
+        else:
+            c.steps, c.n_steps, c.clear, c.clear_size = self.null, 0, self.null, 0
+            self.call(c, encoders)
+        return ticket  # valid while the map is held
+
+    def put_passes(self, c, steps, clear=None):
+        """Set ``steps`` on the ``DmlCall`` ``c``, after the buffer ``clear`` zeroed (None:
+        none); their C array, which must live as long as ``c`` is run with them."""
+        array = steps_array(self, steps)
+        c.steps, c.n_steps = array, len(steps)
+        c.clear, c.clear_size = (self.null, 0) if clear is None else (clear._internal, clear.size)
+        return array
+
+    def call(self, c, pending: list, handles=None) -> None:
+        """The small call ``c`` (a ``DmlCall``) after the ``pending`` encoders, in one submit;
+        ``handles``: an array of one handle, for a call with none pending."""
+        if pending or handles is None:
+            handles = self.hot_ffi.new("void *[]", len(pending) + 1)
+        for i, e in enumerate(pending):
+            handles[i] = e.take()
+        count = self._finish(handles, self.hot.dml_record_call, c, handles, len(pending))
+        self.hot.dml_submit_call(self.fns, c, handles, count)
+
+    def _finish(self, handles, finish, *args) -> int:
+        """``finish(fns, *args)``, which finishes encoders into the command buffers ``handles``
+        and returns their number (or None: all of ``handles``). If wgpu-native reported an
+        error meanwhile, they are released and it is raised: a submit of them would abort
+        the process."""
+        count, error = self._captured("finish", finish, self.fns, *args)
+        count = len(handles) if count is None else count
+        if error is not None:
+            self.hot.dml_release(self.fns, handles, count)
+            raise error
+        return count
+
+    def start_map(self, m: _NativeMap, write: bool) -> None:
+        self._checked("map", self.hot.dml_map, self.fns, m.buffer._internal, write, m.size, m.state)
+
+    def wait(self, m: _NativeMap, ticket) -> None:
+        """Poll on this thread until the map has landed (``dml_wait``): first without blocking,
+        for up to ``spin_s`` (on the H100 a blocking poll returned 30 us after the GPU was
+        done: a dispatch and a 16-byte read-back took 92 us blocking, 60 spinning), then
+        blocking, which leaves the core to others. Another thread's poll may land it."""
+        landed = self.hot.dml_wait(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S,
+                                   self.null if ticket is None else ticket)
+        if landed == -1:
+            raise DeviceLostError(f"a buffer map did not complete in {MAP_TIMEOUT_S} s on an idle queue; "
+                                  "the device is lost")
+        if landed != 1:
+            raise DeviceLostError("a buffer map failed; the device is lost or the buffer was destroyed")
+
+    def write_buffer(self, buffer, offset: int, raw: np.ndarray) -> None:
+        self.libf.wgpuQueueWriteBuffer(self.queue, buffer._internal, offset, self.ffi.from_buffer(raw), raw.nbytes)
+
+    def mapped(self, m: _NativeMap) -> np.ndarray:
+        pointer = self.lib.wgpuBufferGetMappedRange(m.buffer._internal, 0, m.size)
+        if pointer == self.ffi.NULL:
+            raise DeviceLostError("a mapped buffer has no memory; the device is lost")
+        return np.frombuffer(self.ffi.buffer(pointer, m.size), np.uint8)
+
+    def unmap(self, m: _NativeMap) -> None:
+        self.lib.wgpuBufferUnmap(m.buffer._internal)
+
+    def fill(self, m: _NativeMap, raw: np.ndarray) -> None:
+        if self.hot.dml_fill(self.fns, self.copier, FILL_PARALLEL_ABOVE, m.buffer._internal, m.size,
+                             self.hot_ffi.from_buffer(raw), raw.nbytes):
+            raise DeviceLostError("a mapped buffer has no memory; the device is lost")
+
+    def drain(self, m: _NativeMap, out: np.ndarray) -> None:
+        if self.hot.dml_drain(self.fns, m.buffer._internal, m.size,
+                              self.hot_ffi.from_buffer(out, require_writable=True), out.nbytes):
+            raise DeviceLostError("a mapped buffer has no memory; the device is lost")
+
+
+class _NativeEncoder:
+    """A command encoder, created when something is first recorded into it (by ``_hot.c``
+    for passes, ``handle`` otherwise)."""
+
+    def __init__(self, native: _Native):
+        self.n, self.enc = native, None
+
+    @property
+    def handle(self):
+        if self.enc is None:
+            self.enc = self.n.lib.wgpuDeviceCreateCommandEncoder(self.n.handle, self.n.encoder_desc)
+        return self.enc
+
+    def dispatch(self, pipeline, bind_group, grid, writes=None) -> None:
+        n, lib = self.n, self.n.lib
+        desc = n.pass_desc
+        if writes is not None:
+            desc, _stamps = n.timed_pass(writes["query_set"], writes.get("beginning_of_pass_write_index", _NO_QUERY),
+                                         writes.get("end_of_pass_write_index", _NO_QUERY))
+        compute = lib.wgpuCommandEncoderBeginComputePass(self.handle, desc)
+        lib.wgpuComputePassEncoderSetPipeline(compute, pipeline._internal)
+        lib.wgpuComputePassEncoderSetBindGroup(compute, 0, bind_group._internal, 0, n.ffi.NULL)
+        lib.wgpuComputePassEncoderDispatchWorkgroups(compute, *grid)
+        lib.wgpuComputePassEncoderEnd(compute)
+        lib.wgpuComputePassEncoderRelease(compute)
+
+    def record(self, clear, steps) -> None:
+        """``clear`` zeroed, then the steps, in one call into ``_hot.c`` (a ``Steps`` list
+        keeps its C array for the next time)."""
+        n = self.n
+        clear = clear or ()
+        for buffer in clear[1:]:
+            self.clear(buffer)
+        array = steps_array(n, steps)
+        first = clear[0] if clear else None
+        self.enc = n.hot.dml_record(n.fns, n.handle, n.null if self.enc is None else self.enc,
+                                    n.null if first is None else first._internal, 0 if first is None else first.size,
+                                    array, len(steps))
+
+    def stamp(self, queries, index: int) -> None:
+        lib = self.n.lib
+        desc, _stamps = self.n.timed_pass(queries, index, _NO_QUERY)
+        compute = lib.wgpuCommandEncoderBeginComputePass(self.handle, desc)
+        lib.wgpuComputePassEncoderEnd(compute)
+        lib.wgpuComputePassEncoderRelease(compute)
+
+    def clear(self, buffer) -> None:
+        self.n.lib.wgpuCommandEncoderClearBuffer(self.handle, buffer._internal, 0, buffer.size)
+
+    def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
+        self.n.lib.wgpuCommandEncoderCopyBufferToBuffer(self.handle, src._internal, src_offset, dst._internal,
+                                                         dst_offset, size)
+
+    def resolve(self, queries, count: int, dst) -> None:
+        self.n.lib.wgpuCommandEncoderResolveQuerySet(self.handle, queries._internal, 0, count, dst._internal, 0)
+
+    def take(self):
+        """The encoder's handle, handed over (to be finished and released by ``_hot.c``)."""
+        enc, self.enc = self.handle, None
+        return enc
+
+    def drop(self) -> None:
+        if self.enc is not None:
+            enc, self.enc = self.enc, None
+            self.n.lib.wgpuCommandEncoderRelease(enc)
+
+
+class _Deferred:
+    """A dispatch on the native path, recorded when it is submitted rather than when it is
+    made: a read that follows it alone records both with one C call (``_Native.submit``);
+    any other submit has ``take`` record it into an encoder of its own first, as a dispatch
+    was recorded before. Pending like an encoder (``take``, ``drop``)."""
+
+    __slots__ = ("n", "steps", "clear")
+
+    def __init__(self, native: _Native, steps, clear):
+        self.n, self.steps, self.clear = native, steps, clear or ()
+
+    def take(self):
+        encoder = _NativeEncoder(self.n)
+        encoder.record(self.clear, self.steps)
+        return encoder.take()
+
+    def drop(self) -> None:
+        pass
+
+
+class _Handle:
+    """A wgpu-native handle where a map wants a buffer (``Runner._read_in_place``)."""
+
+    __slots__ = ("_internal",)
+
+    def __init__(self, handle):
+        self._internal = handle
+
+
+class Steps(list):
+    """A list of steps (pipeline, bind group, grid) that keeps its C form (``_hot.c``'s
+    ``DmlStep`` array) once made: callers that record the same steps again keep one."""
+
+    __slots__ = ("native",)
+
+
+def steps_array(n: _Native, steps):
+    """The ``DmlStep`` array of ``steps``, made once for a ``Steps`` list."""
+    array = getattr(steps, "native", None)
+    if array is None:
+        array = n.hot_ffi.new("DmlStep[]", len(steps))
+        for i, (pipeline, bind_group, grid) in enumerate(steps):
+            array[i].pipeline, array[i].group = pipeline._internal, bind_group._internal
+            array[i].x, array[i].y, array[i].z = grid
+        if isinstance(steps, Steps):
+            steps.native = array
+    return array
