@@ -49,7 +49,7 @@ def upload_only(block, block_info=None):
     import dmlgpu
 
     tensor = dmlgpu.default_device().upload(block)
-    tensor.device.runner.read(tensor._buffers[-1], 4)  # returns once the queue has run the copies
+    tensor.device.runner.transfers.read(tensor._buffers[-1], 4)  # returns once the queue has run the copies
     tensor.release()
     return np.zeros((1,) * block.ndim, np.float32)
 

@@ -41,21 +41,21 @@ def main() -> None:
     argmax = device.compile(cases["rows"].descriptor())
     src = device.upload(x, hardmax.input_desc)
     out, indices = device.empty(hardmax.output_desc), device.empty(argmax.output_desc)
-    target = runner.storage(nbytes)
-    count = runner.uniform(np.array([nbytes // 16, 0, 0, 0], np.uint32))
+    target = runner.memory.storage(nbytes)
+    count = runner.programs.uniform(np.array([nbytes // 16, 0, 0, 0], np.uint32))
     variants = {}
     for per_step in (1, 2, 4, 8):
-        pipeline = runner.pipeline(unroll(f"const UNROLL: u32 = {per_step}u;\n" + WRITE))
+        pipeline = runner.programs.pipeline(unroll(f"const UNROLL: u32 = {per_step}u;\n" + WRITE))
         for groups in (1056, 4224, 16384, 65535):
-            steps = [(pipeline, runner.bind(count, src._buffer, target), (groups, 1, 1))]
+            steps = [(pipeline, runner.programs.bind(count, src._buffer, target), (groups, 1, 1))]
             variants[f"write x{per_step}, {groups} groups"] = lambda s=steps: np.median(runner.gpu_times(s, repeats=5))
-    nothing = runner.uniform(np.zeros(4, np.uint32))
-    one = [(runner.pipeline(unroll("const UNROLL: u32 = 1u;\n" + WRITE)), runner.bind(nothing, src._buffer, target),
+    nothing = runner.programs.uniform(np.zeros(4, np.uint32))
+    one = [(runner.programs.pipeline(unroll("const UNROLL: u32 = 1u;\n" + WRITE)), runner.programs.bind(nothing, src._buffer, target),
             (1, 1, 1))]
     variants["clear_buffer"] = lambda: np.median(runner.gpu_times(one, clear=[target], repeats=5))
-    copy = runner.pipeline(unroll(f"const UNROLL: u32 = {COPY_CEILING_UNROLL}u;\n" + template("copy_ceiling")))
+    copy = runner.programs.pipeline(unroll(f"const UNROLL: u32 = {COPY_CEILING_UNROLL}u;\n" + template("copy_ceiling")))
     for groups in (4096, 16384, 65535):
-        steps = [(copy, runner.bind(count, src._buffer, target), (groups, 1, 1))]
+        steps = [(copy, runner.programs.bind(count, src._buffer, target), (groups, 1, 1))]
         variants[f"copy ceiling, {groups} groups"] = lambda s=steps: np.median(runner.gpu_times(s, repeats=5))
     torch = next((p for p in find_peers() if p.name == "torch"), None)  # the bench's timing of torch
     if torch is not None:

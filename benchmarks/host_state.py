@@ -80,7 +80,7 @@ def main() -> None:
             t1 = clock()
             path.fill(kit.wmap, data)
             t2 = clock()
-            with runner._lock:
+            with runner.lock:
                 path.call(kit.c, [], kit.handles)
             t3 = clock()
             path.wait(kit.rmap, kit.ticket)

@@ -37,7 +37,7 @@ def main() -> None:
     compiled = device.compile(dmlgpu.ArgMaxOperatorDesc(dmlgpu.TensorDesc("FLOAT32", x.shape), axes=[1]))
     out = compiled.run(resident)  # an output where the operator makes its own (small: in mappable memory)
     small = np.empty(4 * args.rows, np.uint8)
-    ceiling = Ceiling(runner, "read", runner.storage(16), 16, readable=runner.in_place)
+    ceiling = Ceiling(runner, "read", runner.memory.storage(16), 16, readable=runner.in_place)
     sixteen = np.empty(16, np.uint8)
 
     waited = [0.0]
@@ -52,11 +52,11 @@ def main() -> None:
 
     def floor():
         runner.dispatch(ceiling.steps)
-        runner.read_into(ceiling.dst, sixteen)
+        runner.transfers.read_into(ceiling.dst, sixteen)
 
     def compiled_run():
         compiled.run(resident, out)
-        runner.read_into(out._buffers[0], small)
+        runner.transfers.read_into(out._buffers[0], small)
 
     def api_resident():
         t = dmlgpu.argmax(resident, 1, device=device)

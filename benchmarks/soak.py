@@ -153,7 +153,7 @@ def main() -> int:
     while any(t.is_alive() for t in threads):
         time.sleep(2.0)
         samples.append({"s": round(time.perf_counter() - start, 1), "calls": counts.calls, "devices": counts.devices,
-                        "rss_mb": round(rss_mb(), 1), "held_bytes": device.runner.held_bytes})
+                        "rss_mb": round(rss_mb(), 1), "held_bytes": device.runner.memory.held_bytes})
         print(f"  {samples[-1]['s']:7.1f} s  {counts.calls:7d} calls  {counts.devices:5d} devices  "
               f"rss {samples[-1]['rss_mb']:7.1f} MB  gpu held {samples[-1]['held_bytes']} B  "
               f"wrong {counts.wrong}  errors {counts.errors}", flush=True)

@@ -205,14 +205,14 @@ class Ceiling:
                              runner.capabilities.max_workgroups_per_dim))
         self.grid = (groups, 1, 1)
         text = f"const UNROLL: u32 = {COPY_CEILING_UNROLL}u;\n" + template(f"{kind}_ceiling")
-        self.pipeline = runner.pipeline(unroll(text))
-        self.params = runner.uniform(np.array([vec4s, 0, 0, 0], np.uint32))
+        self.pipeline = runner.programs.pipeline(unroll(text))
+        self.params = runner.programs.uniform(np.array([vec4s, 0, 0, 0], np.uint32))
         dst_bytes = groups * CEILING_WG * 4 if kind == "read" else vec4s * 16
-        self.dst = runner.storage(dst_bytes, readable=readable)  # (readable: see Runner.storage)
+        self.dst = runner.memory.storage(dst_bytes, readable=readable)  # (readable: see Memory.storage)
         self.bytes = vec4s * 16 + dst_bytes
         # bound once: a bind group made per call would count in the latency floor (40 us on
         # the H100), which no operator call pays (operators cache theirs)
-        self.steps = [(self.pipeline, runner.bind(self.params, self.src, self.dst), self.grid)]
+        self.steps = [(self.pipeline, runner.programs.bind(self.params, self.src, self.dst), self.grid)]
 
     def run(self) -> None:
         self.runner.dispatch(self.steps)
@@ -221,26 +221,26 @@ class Ceiling:
         return self.runner.gpu_times(self.steps, repeats=repeats)
 
     def release(self) -> None:
-        self.runner.release(self.dst)
-        self.runner.release(self.params)
+        self.runner.memory.free(self.dst)
+        self.runner.memory.free(self.params)
 
 
 def warm_up(runner, nbytes: int, seconds: float) -> int:
     """Keep the GPU reading, back to back, for about ``seconds`` of wall time, so that its
     clock has ramped up before the first timing (PERFORMANCE.md); returns the reads made."""
     nbytes = max(16, min(nbytes, runner.capabilities.max_storage_binding) & ~15)
-    src = runner.storage(nbytes)
+    src = runner.memory.storage(nbytes)
     ceiling = Ceiling(runner, "read", src, nbytes)
     steps, reads, start = ceiling.steps, 0, time.perf_counter()
     try:
         while time.perf_counter() - start < seconds:
             for _ in range(20):  # queued without waits; the read below waits for them all
                 runner.dispatch(steps)
-            runner.read(ceiling.dst, 4)
+            runner.transfers.read(ceiling.dst, 4)
             reads += 20
     finally:
         ceiling.release()
-        runner.release(src)
+        runner.memory.free(src)
     return reads
 
 
@@ -471,21 +471,21 @@ class FloorTimer:
 
     def __init__(self, runner):
         self.runner = runner
-        self.src = runner.storage(16)
+        self.src = runner.memory.storage(16)
         self.ceiling = Ceiling(runner, "read", self.src, 16, readable=runner.in_place)
         self.out = np.empty(16, np.uint8)
         self.timer = call_timer(self.once)
 
     def once(self) -> None:
         self.runner.dispatch(self.ceiling.steps)
-        self.runner.read_into(self.ceiling.dst, self.out)
+        self.runner.transfers.read_into(self.ceiling.dst, self.out)
 
     def __call__(self, count: int) -> np.ndarray:
         return self.timer(count)
 
     def release(self) -> None:
         self.ceiling.release()
-        self.runner.release(self.src)
+        self.runner.memory.free(self.src)
 
 
 def native_floor_timer(runner, upload: np.ndarray | None = None):
@@ -542,9 +542,10 @@ class Bench:
         x = self.host(case)
         buffers, variants, peer_data = [], {}, {}
         try:
-            src = self.runner.storage(_round16(red.input.total_tensor_size_in_bytes), x)
+            src = self.runner.memory.storage(_round16(red.input.total_tensor_size_in_bytes))
             buffers.append(src)
-            dst = self.runner.storage(_round16(red.output.total_tensor_size_in_bytes))
+            self.runner.transfers.write(src, x)
+            dst = self.runner.memory.storage(_round16(red.output.total_tensor_size_in_bytes))
             buffers.append(dst)
             inp, out = Tensor(self.device, red.input, [src]), Tensor(self.device, red.output, [dst])
             ceiling = Ceiling(self.runner, "copy" if case.op == "hardmax" else "read", src,
@@ -606,7 +607,7 @@ class Bench:
             for peer in self.peers:
                 peer.release()
             for buffer in buffers:
-                self.runner.release(buffer)
+                self.runner.memory.free(buffer)
         return result
 
     def _end_to_end(self, case: Case, x: np.ndarray, inp, result: dict, peers: list, peer_data: dict) -> None:
@@ -690,7 +691,7 @@ class Bench:
         resident = self.device.upload(x)
         out = op(resident, case.axes, device=self.device)
         calls["read_back"] = out.numpy
-        fill, fill_threads = None, self.runner.copy_threads[False]  # as many threads as the runner's reads
+        fill, fill_threads = None, self.runner.transfers.copy_threads[False]  # as many threads as the runner's reads
         if case.op == "hardmax":  # the read-back's bound: a new array filled from host memory
             fill = concurrent.futures.ThreadPoolExecutor(fill_threads)
             source = x.reshape(-1).view(np.uint8)

@@ -26,7 +26,8 @@ from .plan import Plan, Tuning
 from .runtime.adapters import adapter_summary
 from .runtime.interrupts import interrupts_held
 from .runtime.native import Steps
-from .runtime.runner import IN_PLACE_OUTPUT_MAX, Runner
+from .runtime.kits import IN_PLACE_OUTPUT_MAX, Kit
+from .runtime.runner import Runner
 from .types import DEFAULT_FEATURE_LEVEL, FeatureLevel, NanMode
 from .wgsl import params_words, shader_sources
 
@@ -108,9 +109,9 @@ class Tensor:
         for k, (buffer, (first, nbytes)) in enumerate(zip(self._buffers, self._spans)):
             part = raw[first:first + nbytes]
             if on_chunk is None:
-                self.device.runner.write(buffer, part)
+                self.device.runner.transfers.write(buffer, part)
             else:
-                self.device.runner.upload(buffer, part, on_chunk=lambda done, k=k: on_chunk(k, done))
+                self.device.runner.transfers.upload(buffer, part, on_chunk=lambda done, k=k: on_chunk(k, done))
 
     def numpy(self) -> np.ndarray:
         """Read the tensor back into a NumPy array that owns its memory."""
@@ -119,19 +120,19 @@ class Tensor:
         desc = self.desc
         if desc.strides is None and len(self._buffers) == 1:  # packed: its bytes are the array
             out = np.empty(desc.sizes, desc.data_type.numpy)
-            runner.read_into(self._buffers[0], out.reshape(-1).view(np.uint8))
+            runner.transfers.read_into(self._buffers[0], out.reshape(-1).view(np.uint8))
             return out
         raw = np.empty(desc.total_tensor_size_in_bytes, np.uint8)
         for buffer, (first, nbytes) in zip(self._buffers, self._spans):
             size = min(nbytes, raw.size - first)
-            runner.read_into(buffer, raw[first:first + size])
+            runner.transfers.read_into(buffer, raw[first:first + size])
         return np.array(layout.view(desc, raw))
 
     def release(self) -> None:
         """Free the GPU memory now rather than when the object is collected; later use raises."""
         buffers, self._buffers = self._buffers, []
         for buffer in buffers:
-            self.device.runner.free(buffer)
+            self.device.runner.memory.free(buffer)
 
     # NumPy's protocols (dmlgpu/numpy.py): np.asarray reads back, np.argmax / np.argmin run
     # on the GPU, and anything else NumPy is asked to do raises a TypeError naming np.asarray.
@@ -182,11 +183,13 @@ class _Program:
         # per piece: its window of the input and output (None: the scratch), and its passes
         self.pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in sched.pieces]
         scratch = max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])
-        self.scratch = runner.storage(scratch) if scratch else None
+        self.scratch = runner.memory.storage(scratch) if scratch else None
         # Words a racing plan's first pass keeps between dispatches (zeroed here, since a
         # pooled buffer holds what it held; each dispatch leaves them zero): binding 3.
         race = max(p.plan.race_bytes for p in sched.pieces)
-        self.race = runner.storage(race, np.zeros(race, np.uint8)) if race else None
+        self.race = runner.memory.storage(race) if race else None
+        if self.race is not None:
+            runner.transfers.write(self.race, np.zeros(race, np.uint8))
         self._steps = LruCache(8)  # by the buffers bound: (input buffers, output buffers)
 
     def _passes(self, p: Plan) -> list:
@@ -199,7 +202,7 @@ class _Program:
         for i, (source, grid) in enumerate(zip(sources, grids)):
             merging = not p.kernel or i == 1
             writes_pairs = not merging and (p.partials_only or (p.split > 1 and not p.race))
-            passes.append((runner.pipeline(source), runner.uniform(params_words(p, grid, merging)), grid,
+            passes.append((runner.programs.pipeline(source), runner.programs.uniform(params_words(p, grid, merging)), grid,
                            merging, writes_pairs, p.race and not merging))
         return passes
 
@@ -224,7 +227,7 @@ class _Program:
         return bound
 
     def _bind(self, input: Tensor, output: Tensor) -> list:
-        bind = self.runner.bind
+        bind = self.runner.programs.bind
         scratch = (self.scratch, 0, self.scratch.size) if self.scratch else None
 
         def window(tensor: Tensor, w):
@@ -241,7 +244,7 @@ class _Program:
     def release(self) -> None:
         for kept in ("scratch", "race"):
             if getattr(self, kept) is not None:
-                self.runner.free(getattr(self, kept))
+                self.runner.memory.free(getattr(self, kept))
                 setattr(self, kept, None)
 
 
@@ -307,7 +310,7 @@ class CompiledOperator:
         the staging ring, reduced piece by piece as they arrive."""
         data = self._bytes_of(x)
         with interrupts_held(), self.device.runner.calls:
-            if data.nbytes > STREAM_PIECES_ABOVE_CHUNKS * self.device.runner.ring_chunk:
+            if data.nbytes > STREAM_PIECES_ABOVE_CHUNKS * self.device.runner.transfers.ring_chunk:
                 return self._streamed(data)
             return self._small(data)
 
@@ -325,7 +328,7 @@ class CompiledOperator:
 
     def _small(self, data: np.ndarray) -> np.ndarray:
         """Upload, passes and read-back in one submit: on the native path through a kit of
-        this operator's (``Runner.hot_call``: buffers, staging and bind groups made once,
+        this operator's (``runtime.kits.Kit``: buffers, staging and bind groups made once,
         the call one sequence in C), else on buffers from the runner's pool (the same ones
         again on the next call, so that their bind groups are found cached)."""
         if data.nbytes <= HOT_CALL_MAX and self._hot is not False:
@@ -335,7 +338,7 @@ class CompiledOperator:
                 kit = self._new_kit()
             if kit is not None:
                 out = np.empty(self.output_desc.sizes, self.output_desc.data_type.numpy)
-                self.device.runner.run_hot(kit, data, out.reshape(-1).view(np.uint8))
+                kit.run(data, out.reshape(-1).view(np.uint8))
                 self._kits.append(kit)  # not given back after a failure: dropped with it
                 return out
         source, result = self.device.empty(self.input_desc), None
@@ -350,7 +353,7 @@ class CompiledOperator:
                 result.release()
 
     def _new_kit(self):
-        """A kit for ``_small``'s hot call (``Runner.hot_call``, which makes its buffers and
+        """A kit for ``_small``'s hot call (``Kit.make``, which makes its buffers and
         has the passes bound to them here), or None where there is none (the public path, an
         output that is not one packed buffer, an input in several buffers)."""
         single = len(buffer_spans(self.input_desc, self.device.runner.capabilities)) == len(self._output_spans) == 1
@@ -360,8 +363,8 @@ class CompiledOperator:
                 return self._program.flat_steps(Tensor(self.device, self.input_desc, [input_buffer]),
                                                 Tensor(self.device, self.output_desc, [output_buffer]))
 
-            kit = self.device.runner.hot_call(bind, self._reads, self.output_desc.total_tensor_size_in_bytes,
-                                              self._clears, self._output_in_place)
+            kit = Kit.make(self.device.runner, bind, self._reads, self.output_desc.total_tensor_size_in_bytes,
+                           self._clears, self._output_in_place)
         if kit is None:
             self._hot = False
         return kit
@@ -372,7 +375,7 @@ class CompiledOperator:
         program = self._streamed_program
         if program is None:
             caps = self.device.runner.capabilities
-            caps = dataclasses.replace(caps, max_storage_binding=min(self.device.runner.ring_chunk, caps.max_storage_binding))
+            caps = dataclasses.replace(caps, max_storage_binding=min(self.device.runner.transfers.ring_chunk, caps.max_storage_binding))
             program = self._streamed_program = _Program(
                 self.device.runner, schedule(self._reduction, caps, self.nan_mode, self.device.tuning))
         source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
@@ -488,7 +491,7 @@ class Device:
         """An uninitialised tensor of this descriptor's size (in several buffers if it must).
         If the GPU cannot hold it all, none of it is kept (``GPUMemoryError``). ``spans``:
         ``pieces.buffer_spans`` of ``desc``, where the caller has them; ``readable``: see
-        ``Runner.storage``."""
+        ``Memory.storage``."""
         self.runner.check()
         if spans is None:
             spans = self._spans.get(desc)
@@ -497,14 +500,14 @@ class Device:
         buffers = []
         try:
             for _, nbytes in spans:
-                buffers.append(self.runner.storage(nbytes, readable=readable))
+                buffers.append(self.runner.memory.storage(nbytes, readable=readable))
         except GPUMemoryError as err:
             for buffer in buffers:
-                self.runner.free(buffer, keep=False)
+                self.runner.memory.free(buffer, keep=False)
             total = sum(nbytes for _, nbytes in spans)
             raise GPUMemoryError(
                 f"a tensor of {total} bytes ({desc.data_type.name} {list(desc.sizes)}) does not fit: {err}; "
-                f"after giving back the part allocated, dmlgpu holds {self.runner.held_bytes} bytes") from None
+                f"after giving back the part allocated, dmlgpu holds {self.runner.memory.held_bytes} bytes") from None
         return Tensor(self, desc, buffers, spans)
 
     def close(self) -> None:

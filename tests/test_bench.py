@@ -55,7 +55,9 @@ def test_host_data_rarely_ties_even_in_float16():
 
 def _quads(device, words: np.ndarray):
     runner = device.runner
-    return runner, runner.storage(words.nbytes, words)
+    buffer = runner.memory.storage(words.nbytes)
+    runner.transfers.write(buffer, words)
+    return runner, buffer
 
 
 def test_read_ceiling_folds_its_stride_with_max(device):
@@ -68,7 +70,7 @@ def test_read_ceiling_folds_its_stride_with_max(device):
         threads = ceiling.grid[0] * bench.CEILING_WG
         assert ceiling.grid == (5, 1, 1) and ceiling.bytes == 16 * vec4s + 4 * threads
         ceiling.run()
-        got = np.frombuffer(runner.read(ceiling.dst, 4 * threads), np.uint32)
+        got = np.frombuffer(runner.transfers.read(ceiling.dst, 4 * threads), np.uint32)
         quads = words[: 4 * vec4s].reshape(vec4s, 4)
         want = np.array([quads[t::threads].max() if t < vec4s else 0 for t in range(threads)], np.uint32)
         np.testing.assert_array_equal(got, want)
@@ -90,7 +92,7 @@ def test_copy_ceiling_copies_the_bytes(device, monkeypatch, groups):
     try:
         assert ceiling.bytes == 2 * words.nbytes
         ceiling.run()
-        np.testing.assert_array_equal(np.frombuffer(runner.read(ceiling.dst, words.nbytes), np.uint32), words)
+        np.testing.assert_array_equal(np.frombuffer(runner.transfers.read(ceiling.dst, words.nbytes), np.uint32), words)
     finally:
         ceiling.release()
         src.destroy()
@@ -152,7 +154,7 @@ def test_bench_transfer_cases_run_and_check_their_answers(tmp_path, capsys):
         for key in ("e2e_s", "numpy_s", "upload_gbps", "read_back_gbps", "x_numpy"):
             assert result[key] > 0
     assert hardmax_case["host_fill_gbps"] > 0 and "host_fill_gbps" not in numpy_case  # the read-back's bound
-    assert hardmax_case["host_fill_threads"] == default_device().runner.copy_threads[False]  # as the reads split
+    assert hardmax_case["host_fill_threads"] == default_device().runner.transfers.copy_threads[False]  # as the reads split
     assert loop["kind"] == "loop" and loop["correct"] is True and loop["calls"] == bench.LOOP_CALLS
     assert loop["gpu_s"] > 0 and loop["wall_per_call_s"] > 0
     assert "resident calls back to back" in out and "NumPy in/out" in out and "filled from host memory" in out

@@ -181,9 +181,9 @@ def test_threaded_scheduler_shares_the_default_device():
 
 def test_a_given_device_runs_every_chunk(device):
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
-    before = device.runner.pipeline_count
+    before = device.runner.programs.count
     got = dd.argmax(da.from_array(x, chunks=2), 1, device=device).compute(scheduler="sync")
-    assert got.ravel().tolist() == [5] * 4 and device.runner.pipeline_count >= before
+    assert got.ravel().tolist() == [5] * 4 and device.runner.programs.count >= before
 
 
 def test_bad_arguments_are_refused_when_the_graph_is_built():

@@ -391,22 +391,22 @@ def test_caches_are_bounded(device):
 
 def test_freed_buffers_are_kept_up_to_the_pool_limit(device, monkeypatch):
     compiled = device.compile(ArgMinOperatorDesc(TensorDesc("FLOAT32", (3, 5)), axes=[1]))
-    monkeypatch.setattr(device.runner._pool, "limit", 0)  # keep nothing
+    monkeypatch.setattr(device.runner.memory.pool, "limit", 0)  # keep nothing
     compiled(GRID[:, :1].repeat(5, 1))
-    held = device.runner.held_bytes
+    held = device.runner.memory.held_bytes
     for x in (GRID[:, :1].repeat(5, 1), np.arange(15, dtype=np.float32).reshape(3, 5)):
         assert compiled(x).ravel().tolist() == np.argmin(x, axis=1).tolist()
-    assert device.runner.held_bytes <= held  # (objects of earlier tests may be collected meanwhile)
+    assert device.runner.memory.held_bytes <= held  # (objects of earlier tests may be collected meanwhile)
 
 
 def test_the_pool_gives_back_its_oldest_first():
-    from dmlgpu.runtime.memory import _Pool
+    from dmlgpu.runtime.memory import Pool
 
     class Item:
         def __init__(self, size):
             self.size = size
 
-    pool = _Pool(100)
+    pool = Pool(100)
     a, b, c = Item(40), Item(40), Item(30)
     assert pool.put(a) == [] and pool.put(b) == []
     assert pool.put(c) == [a] and pool.bytes == 70  # a was the oldest
@@ -421,19 +421,19 @@ def test_repeated_small_calls_create_nothing(device, monkeypatch):
     dmlgpu.argmax(x, 1, device=device)
     dmlgpu.argmax(x, 1, device=device)
     created = []
-    real_create, real_bind = device.runner._create, device.runner.bind
-    monkeypatch.setattr(device.runner, "_create", lambda *a, **k: created.append(a) or real_create(*a, **k))
-    monkeypatch.setattr(device.runner, "bind", lambda *a: created.append(a) or real_bind(*a))
+    real_create, real_bind = device.runner.memory.create, device.runner.programs.bind
+    monkeypatch.setattr(device.runner.memory, "create", lambda *a, **k: created.append(a) or real_create(*a, **k))
+    monkeypatch.setattr(device.runner.programs, "bind", lambda *a: created.append(a) or real_bind(*a))
     for _ in range(5):
         assert dmlgpu.argmax(x, 1, device=device).ravel().tolist() == np.argmax(x, 1).tolist()
     assert created == []
 
 
 def test_pipelines_are_reused(device):
-    before = device.runner.pipeline_count
+    before = device.runner.programs.count
     for n in (10, 20, 30):
         dmlgpu.argmax(np.arange(n * 3, dtype=np.int32).reshape(n, 3), 0, device=device)
-    assert device.runner.pipeline_count - before <= 1
+    assert device.runner.programs.count - before <= 1
     compiled = device.compile(ArgMaxOperatorDesc(TensorDesc("INT32", (4, 3)), axes=[0]))
     assert device.compile(ArgMaxOperatorDesc(TensorDesc("INT32", (4, 3)), axes=[0])) is compiled
 
@@ -939,7 +939,7 @@ def test_short_rows_write_nothing_past_the_last(rows_device):
     assert compiled.plan.kernel == "reduce_rows"
     result = rows_device.empty(out)
     compiled.run(rows_device.upload(x), result)
-    raw = np.frombuffer(rows_device.runner.read(result._buffer, 4 * 64), np.uint32)
+    raw = np.frombuffer(rows_device.runner.transfers.read(result._buffer, 4 * 64), np.uint32)
     assert raw[:45].tolist() == oracle.evaluate(desc, x).ravel().tolist()
     assert not raw[45:].any()
 
@@ -1095,8 +1095,9 @@ def test_unsplit_columns_of_a_middle_axis(device, data_type):
 
 def test_racing_words_start_at_zero_even_in_a_pooled_buffer(device):
     """A racing plan's words must start at zero: a buffer from the pool holds old bytes."""
-    dirty = device.runner.storage(16, np.full(16, 0xFF, np.uint8))
-    device.runner.free(dirty)  # the next 16-byte storage comes from the pool, all ones
+    dirty = device.runner.memory.storage(16)
+    device.runner.transfers.write(dirty, np.full(16, 0xFF, np.uint8))
+    device.runner.memory.free(dirty)  # the next 16-byte storage comes from the pool, all ones
     x = np.random.default_rng(7).integers(0, 60000, 38, dtype=np.uint16)
     compiled = device.compile(ArgMaxOperatorDesc(TensorDesc("UINT16", (38,)), axes=[0]))
     assert compiled.plan.race, "this case should merge its split in one dispatch on this adapter"

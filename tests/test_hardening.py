@@ -111,7 +111,7 @@ def test_threads_share_the_default_device_with_streamed_calls():
     """Small calls on several threads while two threads stream large inputs through their rings."""
     device = dmlgpu.Device()
     runner = device.runner
-    runner.ring_chunk, runner.ring_depth, runner.stream_above = 4096, 2, 8192
+    runner.transfers.ring_chunk, runner.transfers.ring_depth, runner.transfers.stream_above = 4096, 2, 8192
     wrong, errors = [], []
 
     def streamed(seed):
@@ -204,11 +204,11 @@ def test_running_out_of_memory_is_our_error_and_the_device_goes_on():
     device = dmlgpu.Device(smaller={"memory": 1 << 20})
     x = np.ones(100_000, np.float32)  # 400 kB
     kept = device.upload(x)
-    held = device.runner.held_bytes
+    held = device.runner.memory.held_bytes
     with pytest.raises(dmlgpu.GPUMemoryError, match=r"could not allocate 800000 bytes .*dmlgpu holds \d+ bytes"):
         device.upload(np.ones(200_000, np.float32))
     assert isinstance(dmlgpu.GPUMemoryError("x"), MemoryError)
-    assert device.runner.held_bytes <= held  # nothing half-allocated (kept buffers may have been given back)
+    assert device.runner.memory.held_bytes <= held  # nothing half-allocated (kept buffers may have been given back)
     np.testing.assert_array_equal(dmlgpu.argmax(x.reshape(100, 1000), 1, device=device).ravel(), np.zeros(100))
     np.testing.assert_array_equal(kept.numpy(), x)
     device.close()
@@ -216,10 +216,10 @@ def test_running_out_of_memory_is_our_error_and_the_device_goes_on():
 
 def test_a_tensor_in_several_buffers_is_all_or_nothing():
     device = dmlgpu.Device(smaller={"memory": 40_000, "max_buffer": 16_384, "max_storage_binding": 8192})
-    before = device.runner.held_bytes
+    before = device.runner.memory.held_bytes
     with pytest.raises(dmlgpu.GPUMemoryError):
         device.empty(TensorDesc("FLOAT32", (12_000,)))  # three buffers of 16 kB: the third does not fit
-    assert device.runner.held_bytes == before
+    assert device.runner.memory.held_bytes == before
     t = device.empty(TensorDesc("FLOAT32", (6000,)))  # two buffers: fits
     assert len(t._buffers) == 2
     device.close()
@@ -233,7 +233,7 @@ def test_close_releases_and_later_use_raises():
         t = device.upload(x)
         compiled = device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", (3, 4)), axes=[1]))
         assert compiled(x).ravel().tolist() == [3, 3, 3]
-    assert device.runner.held_bytes == 0
+    assert device.runner.memory.held_bytes == 0
     for use in (lambda: dmlgpu.argmax(x, 1, device=device), lambda: compiled(x), lambda: t.numpy(),
                 lambda: device.upload(x), lambda: device.compile(ArgMinOperatorDesc(TensorDesc("FLOAT32", (3, 4)), axes=[0]))):
         with pytest.raises(dmlgpu.DeviceLostError, match="was closed"):

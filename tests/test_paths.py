@@ -87,7 +87,7 @@ def test_a_read_back_shares_the_command_buffer_of_work_recorded_before_it(device
 
 def test_a_dispatch_is_recorded_at_its_submit_and_with_the_read_after_it(device, monkeypatch):
     """Native path: a dispatch stays its steps until the submit. One dispatch then a read are
-    recorded by one C call (no ``_Deferred.take``); several, or one then other work, each
+    recorded by one C call (no ``Deferred.take``); several, or one then other work, each
     record on their own, in order. The read's ``DmlCall`` forgets the steps it ran: a later
     read through the same staging only copies (it would otherwise run them again)."""
     import numpy as np
@@ -99,12 +99,12 @@ def test_a_dispatch_is_recorded_at_its_submit_and_with_the_read_after_it(device,
     tensors = [device.upload(x) for x in xs]
     if device.runner.path.name != "native":
         r = dmlgpu.argmax(tensors[0], 1)
-        assert not isinstance(device.runner._pending[-1], native._Deferred)
+        assert not isinstance(device.runner._pending[-1], native.Deferred)
         assert np.array_equal(r.numpy(), oracle.argmax(xs[0], 1))
         return
     taken = []
-    take = native._Deferred.take
-    monkeypatch.setattr(native._Deferred, "take", lambda self: taken.append(self) or take(self))
+    take = native.Deferred.take
+    monkeypatch.setattr(native.Deferred, "take", lambda self: taken.append(self) or take(self))
     one = dmlgpu.argmax(tensors[0], 1)
     assert np.array_equal(one.numpy(), oracle.argmax(xs[0], 1)) and taken == []  # fused
     one.write(np.zeros(4, np.uint32))
@@ -170,12 +170,12 @@ def test_a_map_whose_owner_goes_first_is_left_to_its_callback(device):
         return
     r = device.runner
     for write in (False, True):
-        buffer = r._create(256, memory._MAP_WRITE if write else memory._MAP_READ)
+        buffer = r.memory.create(256, memory.MAP_WRITE if write else memory.MAP_READ)
         m = r.path.new_map(buffer, 256)
         r.path.start_map(m, write=write)
         del m
         gc.collect()
-        r._destroy(buffer)
+        r.memory.destroy(buffer)
     x = np.random.default_rng(4).standard_normal((3, 50)).astype(np.float32)
     assert np.array_equal(dmlgpu.argmin(x, 1, device=device), oracle.argmin(x, 1))
 
@@ -377,6 +377,6 @@ def test_readable_storage_is_refused_where_reads_cannot_map_it(monkeypatch):
     try:
         assert not device.runner.in_place
         with pytest.raises(dmlgpu.AdapterError, match="readable storage needs the native path"):
-            device.runner.storage(16, readable=True)
+            device.runner.memory.storage(16, readable=True)
     finally:
         device.close()

@@ -20,7 +20,8 @@ def small_ring():
     host copies split over threads above 1 KiB."""
     device = dmlgpu.Device()
     runner = device.runner
-    runner.ring_chunk, runner.ring_depth, runner.stream_above, runner.parallel_copy_above = CHUNK, 2, 2 * CHUNK, 1024
+    t = runner.transfers
+    t.ring_chunk, t.ring_depth, t.stream_above, t.parallel_copy_above = CHUNK, 2, 2 * CHUNK, 1024
     yield device
     device.close()
 
@@ -70,7 +71,7 @@ def test_pieces_run_before_the_upload_ends(small_ring, monkeypatch):
     while later chunks are still to be copied."""
     runner = small_ring.runner
     uploaded, seen = [0], []
-    real_upload, real_dispatch = runner.upload, runner.dispatch
+    real_upload, real_dispatch = runner.transfers.upload, runner.dispatch
 
     def upload(buffer, raw, offset=0, on_chunk=None):
         def spy(done):
@@ -82,7 +83,7 @@ def test_pieces_run_before_the_upload_ends(small_ring, monkeypatch):
         seen.append(uploaded[0])
         return real_dispatch(steps, **kw)
 
-    monkeypatch.setattr(runner, "upload", upload)
+    monkeypatch.setattr(runner.transfers, "upload", upload)
     monkeypatch.setattr(runner, "dispatch", dispatch)
     x = np.random.default_rng(3).standard_normal((256, 97)).astype(np.float32)
     got = dmlgpu.argmax(x, 1, device=small_ring)
@@ -94,14 +95,15 @@ def test_a_large_output_streams_back(small_ring):
     x = np.random.default_rng(4).standard_normal((100, 130)).astype(np.float32)
     t = small_ring.upload(x)
     out = dmlgpu.hardmax(t, 1)
-    assert out.desc.total_tensor_size_in_bytes > small_ring.runner.stream_above
+    assert out.desc.total_tensor_size_in_bytes > small_ring.runner.transfers.stream_above
     np.testing.assert_array_equal(out.numpy(), oracle.hardmax(x, 1))
 
 
 def test_tensors_in_several_buffers_stream_each(small_ring):
     device = dmlgpu.Device(smaller={"max_buffer": 3 * CHUNK, "max_storage_binding": 2 * CHUNK})
     runner = device.runner
-    runner.ring_chunk, runner.ring_depth, runner.stream_above = CHUNK, 2, CHUNK
+    t = runner.transfers
+    t.ring_chunk, t.ring_depth, t.stream_above = CHUNK, 2, CHUNK
     try:
         x = np.random.default_rng(5).standard_normal((40, 250)).astype(np.float32)
         t = device.upload(x)
@@ -123,7 +125,7 @@ def test_a_write_lands_after_work_recorded_before_it_and_before_work_after(tail,
     to 4 bytes."""
     device = dmlgpu.Device()
     if staged:
-        device.runner.queue_write_max = 0
+        device.runner.transfers.queue_write_max = 0
     desc = dmlgpu.TensorDesc("FLOAT32", (4, 64))
     compiled = device.compile(dmlgpu.ArgMaxOperatorDesc(desc, axes=[1]))
     rng = np.random.default_rng(tail)
@@ -135,7 +137,7 @@ def test_a_write_lands_after_work_recorded_before_it_and_before_work_after(tail,
     np.testing.assert_array_equal(before.numpy().ravel(), first.argmax(1))
     np.testing.assert_array_equal(after.numpy().ravel(), second.argmax(1))
     raw = device.upload(np.zeros(64, np.uint8))
-    device.runner.write(raw._buffers[0], np.full(8 + tail, 7, np.uint8), offset=16)
+    device.runner.transfers.write(raw._buffers[0], np.full(8 + tail, 7, np.uint8), offset=16)
     got = raw.numpy()
     assert got[16:24 + tail].tolist() == [7] * (8 + tail) and not got[:16].any()
     if staged:  # the staging buffers are reused: many writes and reads, each seeing its own bytes
@@ -143,5 +145,5 @@ def test_a_write_lands_after_work_recorded_before_it_and_before_work_after(tail,
             x = rng.standard_normal((4, 64)).astype(np.float32)
             t.write(x)
             np.testing.assert_array_equal(compiled.run(t).numpy().ravel(), x.argmax(1))
-        assert device.runner._writes.bytes > 0
+        assert device.runner.memory.writes.bytes > 0
     device.close()

@@ -10,7 +10,7 @@ import os
 import threading
 
 #: A wait on the native path polls without blocking for this long before it blocks (small
-#: calls end within it; see ``_Native.wait``). Not on software adapters (lavapipe), whose
+#: calls end within it; see ``NativePath.wait``). Not on software adapters (lavapipe), whose
 #: "GPU" is the CPU's cores: a spinning caller would take one from the work it waits for.
 SPIN_S = 0.5e-3
 
@@ -24,7 +24,7 @@ FILL_HELPERS = 3
 
 #: What this module declares of ``_hot.c`` (see that file); the table of wgpu-native functions
 #: is an array of pointers here, a struct of them there (the same layout).
-_HOT_FUNCTIONS = (
+HOT_FUNCTIONS = (
     "wgpuDeviceCreateCommandEncoder", "wgpuCommandEncoderBeginComputePass", "wgpuComputePassEncoderSetPipeline",
     "wgpuComputePassEncoderSetBindGroup", "wgpuComputePassEncoderDispatchWorkgroups", "wgpuComputePassEncoderEnd",
     "wgpuComputePassEncoderRelease", "wgpuCommandEncoderClearBuffer", "wgpuCommandEncoderCopyBufferToBuffer",
@@ -43,7 +43,7 @@ typedef struct {{
     uint64_t ticket;
 }} DmlCall;
 typedef struct {{
-    void *fn[{len(_HOT_FUNCTIONS)}];
+    void *fn[{len(HOT_FUNCTIONS)}];
     uint32_t callback_mode, map_success; uint64_t map_read, map_write;
     const void *encoder_descriptor, *pass_descriptor, *buffer_descriptor;
 }} DmlFns;

@@ -1,7 +1,7 @@
 """The native backend: wgpu-native through the ``ffi`` / ``lib`` wgpu-py exports, a small
 call's sequence in C (``hot.py``), the calling thread polling the device.
 
-Owns ``_Native`` (what the runner drives), its encoders, deferred dispatches, maps and the C
+Owns ``NativePath`` (what the runner drives), its encoders, deferred dispatches, maps and the C
 form of a list of steps.
 """
 
@@ -11,7 +11,7 @@ import numpy as np
 import wgpu
 
 from ..errors import DeviceLostError
-from .hot import _HOT_FUNCTIONS, FILL_PARALLEL_ABOVE, hot_library
+from .hot import HOT_FUNCTIONS, FILL_PARALLEL_ABOVE, hot_library
 
 #: wgpu-py versions the native path is written against, with the wgpu-native each bundles.
 NATIVE_WGPU = {"0.32.0": "29.0.1.1"}
@@ -32,14 +32,14 @@ def native_unsupported() -> str | None:
     return None
 
 
-class _NativeMap:
+class NativeMap:
     """One map of a staging buffer on the native path: its outcome lands in a C ``DmlState``
     (``_hot.c``), which outlives this object if the map is still pending when it goes."""
 
     __slots__ = ("buffer", "size", "state", "call", "_drop")
 
     def __init__(self, hot, buffer, size: int, done: bool = False):
-        self.buffer, self.size, self.call = buffer, size, None  # call: a read's (DmlCall, ticket, handles) (_Native.submit)
+        self.buffer, self.size, self.call = buffer, size, None  # call: a read's (DmlCall, ticket, handles) (NativePath.submit)
         self.state = hot.dml_state_new(done)
         if not self.state:
             raise MemoryError("no memory for a map state")
@@ -49,7 +49,7 @@ class _NativeMap:
         self._drop(self.state)
 
 
-class _Native:
+class NativePath:
     """The same, straight to wgpu-native through the ``ffi`` / ``lib`` wgpu-py exports, the
     small call's sequence in C (``_hot.c``), the calling thread polling the device.
 
@@ -73,7 +73,7 @@ class _Native:
         self.encoder_desc = ffi.new("WGPUCommandEncoderDescriptor *")
         self.buffer_desc = ffi.new("WGPUCommandBufferDescriptor *")
         fns = self.fns = self.hot_ffi.new("DmlFns *")
-        for i, name in enumerate(_HOT_FUNCTIONS):
+        for i, name in enumerate(HOT_FUNCTIONS):
             fns.fn[i] = self.ptr(getattr(lib, name))
         fns.callback_mode, fns.map_success = lib.WGPUCallbackMode_AllowProcessEvents, lib.WGPUMapAsyncStatus_Success
         fns.map_read, fns.map_write = lib.WGPUMapMode_Read, lib.WGPUMapMode_Write
@@ -104,11 +104,11 @@ class _Native:
             raise error
         return result
 
-    def new_map(self, buffer, size: int, done: bool = False) -> _NativeMap:
-        return _NativeMap(self.hot, buffer, size, done)
+    def new_map(self, buffer, size: int, done: bool = False) -> NativeMap:
+        return NativeMap(self.hot, buffer, size, done)
 
     def encoder(self):
-        return _NativeEncoder(self)
+        return NativeEncoder(self)
 
     def timed_pass(self, queries, begin: int, end: int):
         """A pass descriptor writing timestamps ``begin`` / ``end`` (or ``_NO_QUERY``), with the
@@ -120,7 +120,7 @@ class _Native:
         return desc, stamps
 
     def submit(self, encoders: list, read=None):
-        """As ``_Public.submit``, through ``_hot.c``; the ticket is the submission's index."""
+        """As ``PublicPath.submit``, through ``_hot.c``; the ticket is the submission's index."""
         if read is None:
             handles = self.hot_ffi.new("void *[]", [e.take() for e in encoders])
             self._finish(handles, self.hot.dml_finish, handles, len(encoders))
@@ -133,7 +133,7 @@ class _Native:
             m.call = (c, self.hot_ffi.addressof(c, "ticket"), self.hot_ffi.new("void *[1]"))
         c, ticket, handles = m.call
         c.output, c.out_offset = src._internal, offset
-        if len(encoders) == 1 and type(encoders[0]) is _Deferred and len(encoders[0].clear) <= 1:
+        if len(encoders) == 1 and type(encoders[0]) is Deferred and len(encoders[0].clear) <= 1:
             # one dispatch then this read: recorded together, in one encoder, by one C call
             # (c keeps pointing at the steps' C array after the call: every use of c sets them)
             d = encoders[0]
@@ -174,10 +174,10 @@ class _Native:
             raise error
         return count
 
-    def start_map(self, m: _NativeMap, write: bool) -> None:
+    def start_map(self, m: NativeMap, write: bool) -> None:
         self._checked("map", self.hot.dml_map, self.fns, m.buffer._internal, write, m.size, m.state)
 
-    def wait(self, m: _NativeMap, ticket) -> None:
+    def wait(self, m: NativeMap, ticket) -> None:
         """Poll on this thread until the map has landed (``dml_wait``): first without blocking,
         for up to ``spin_s`` (on the H100 a blocking poll returned 30 us after the GPU was
         done: a dispatch and a 16-byte read-back took 92 us blocking, 60 spinning), then
@@ -193,31 +193,31 @@ class _Native:
     def write_buffer(self, buffer, offset: int, raw: np.ndarray) -> None:
         self.libf.wgpuQueueWriteBuffer(self.queue, buffer._internal, offset, self.ffi.from_buffer(raw), raw.nbytes)
 
-    def mapped(self, m: _NativeMap) -> np.ndarray:
+    def mapped(self, m: NativeMap) -> np.ndarray:
         pointer = self.lib.wgpuBufferGetMappedRange(m.buffer._internal, 0, m.size)
         if pointer == self.ffi.NULL:
             raise DeviceLostError("a mapped buffer has no memory; the device is lost")
         return np.frombuffer(self.ffi.buffer(pointer, m.size), np.uint8)
 
-    def unmap(self, m: _NativeMap) -> None:
+    def unmap(self, m: NativeMap) -> None:
         self.lib.wgpuBufferUnmap(m.buffer._internal)
 
-    def fill(self, m: _NativeMap, raw: np.ndarray) -> None:
+    def fill(self, m: NativeMap, raw: np.ndarray) -> None:
         if self.hot.dml_fill(self.fns, self.copier, FILL_PARALLEL_ABOVE, m.buffer._internal, m.size,
                              self.hot_ffi.from_buffer(raw), raw.nbytes):
             raise DeviceLostError("a mapped buffer has no memory; the device is lost")
 
-    def drain(self, m: _NativeMap, out: np.ndarray) -> None:
+    def drain(self, m: NativeMap, out: np.ndarray) -> None:
         if self.hot.dml_drain(self.fns, m.buffer._internal, m.size,
                               self.hot_ffi.from_buffer(out, require_writable=True), out.nbytes):
             raise DeviceLostError("a mapped buffer has no memory; the device is lost")
 
 
-class _NativeEncoder:
+class NativeEncoder:
     """A command encoder, created when something is first recorded into it (by ``_hot.c``
     for passes, ``handle`` otherwise)."""
 
-    def __init__(self, native: _Native):
+    def __init__(self, native: NativePath):
         self.n, self.enc = native, None
 
     @property
@@ -280,19 +280,19 @@ class _NativeEncoder:
             self.n.lib.wgpuCommandEncoderRelease(enc)
 
 
-class _Deferred:
+class Deferred:
     """A dispatch on the native path, recorded when it is submitted rather than when it is
-    made: a read that follows it alone records both with one C call (``_Native.submit``);
+    made: a read that follows it alone records both with one C call (``NativePath.submit``);
     any other submit has ``take`` record it into an encoder of its own first, as a dispatch
     was recorded before. Pending like an encoder (``take``, ``drop``)."""
 
     __slots__ = ("n", "steps", "clear")
 
-    def __init__(self, native: _Native, steps, clear):
+    def __init__(self, native: NativePath, steps, clear):
         self.n, self.steps, self.clear = native, steps, clear or ()
 
     def take(self):
-        encoder = _NativeEncoder(self.n)
+        encoder = NativeEncoder(self.n)
         encoder.record(self.clear, self.steps)
         return encoder.take()
 
@@ -300,7 +300,7 @@ class _Deferred:
         pass
 
 
-class _Handle:
+class Handle:
     """A wgpu-native handle where a map wants a buffer (``Runner._read_in_place``)."""
 
     __slots__ = ("_internal",)
@@ -316,7 +316,7 @@ class Steps(list):
     __slots__ = ("native",)
 
 
-def steps_array(n: _Native, steps):
+def steps_array(n: NativePath, steps):
     """The ``DmlStep`` array of ``steps``, made once for a ``Steps`` list."""
     array = getattr(steps, "native", None)
     if array is None:

@@ -1,6 +1,6 @@
 """The public backend: recording, submitting and mapping through wgpu-py's public objects.
 
-Owns ``_Public`` (what the runner drives) and its encoder and map objects.
+Owns ``PublicPath`` (what the runner drives) and its encoder and map objects.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import wgpu
 
-class _Map:
+class PublicMap:
     """One map of a staging buffer on the public path: started under the runner's lock,
     waited for outside it."""
 
@@ -18,7 +18,7 @@ class _Map:
         self.buffer, self.size, self.done, self.promise = buffer, size, done, None
 
 
-class _Public:
+class PublicPath:
     """Recording, submitting and mapping through wgpu-py's public objects."""
 
     name = "public"
@@ -26,11 +26,11 @@ class _Public:
     def __init__(self, device):
         self.device = device
 
-    def new_map(self, buffer, size: int, done: bool = False) -> _Map:
-        return _Map(buffer, size, done)
+    def new_map(self, buffer, size: int, done: bool = False) -> PublicMap:
+        return PublicMap(buffer, size, done)
 
     def encoder(self):
-        return _PublicEncoder(self.device)
+        return PublicEncoder(self.device)
 
     def submit(self, encoders: list, read=None):
         """Finish the encoders and submit them; ``read`` = (src, offset, map of a MAP_READ
@@ -53,11 +53,11 @@ class _Public:
             self.start_map(read[2], write=False)
         return None
 
-    def start_map(self, m: _Map, write: bool) -> None:
+    def start_map(self, m: PublicMap, write: bool) -> None:
         m.done = False  # a staging buffer's map object is used again for its next map
         m.promise = m.buffer.map_async(wgpu.MapMode.WRITE if write else wgpu.MapMode.READ, 0, m.size)
 
-    def wait(self, m: _Map, ticket) -> None:
+    def wait(self, m: PublicMap, ticket) -> None:
         if not m.done:
             m.promise.sync_wait()
             m.done = True
@@ -65,14 +65,14 @@ class _Public:
     def write_buffer(self, buffer, offset: int, raw: np.ndarray) -> None:
         self.device.queue.write_buffer(buffer, offset, raw)
 
-    def mapped(self, m: _Map) -> np.ndarray:
+    def mapped(self, m: PublicMap) -> np.ndarray:
         """The mapped bytes as a writable uint8 array, valid until ``unmap``."""
         return np.frombuffer(m.buffer._experimental_get_mapped_range(0, m.size), np.uint8)
 
-    def unmap(self, m: _Map) -> None:
+    def unmap(self, m: PublicMap) -> None:
         m.buffer.unmap()
 
-    def fill(self, m: _Map, raw: np.ndarray) -> None:
+    def fill(self, m: PublicMap, raw: np.ndarray) -> None:
         """Copy ``raw`` into the mapped buffer (zeros after it), and unmap it."""
         view = self.mapped(m)
         view[:raw.nbytes] = raw
@@ -80,7 +80,7 @@ class _Public:
         del view
         self.unmap(m)
 
-    def drain(self, m: _Map, out: np.ndarray) -> None:
+    def drain(self, m: PublicMap, out: np.ndarray) -> None:
         """Copy the first ``out.nbytes`` bytes of the mapped buffer into ``out``, and unmap it."""
         view = self.mapped(m)
         out[...] = view[:out.nbytes]
@@ -88,7 +88,7 @@ class _Public:
         self.unmap(m)
 
 
-class _PublicEncoder:
+class PublicEncoder:
     def __init__(self, device):
         self.enc = device.create_command_encoder()
 

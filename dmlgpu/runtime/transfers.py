@@ -1,11 +1,27 @@
-"""Moving bytes between the host and the GPU: sizes that choose a path, and host-side copies.
+"""Moving bytes between the host and the GPU: queue writes, reused staging, the staging ring,
+host-side copies on several threads, and reads of small outputs in place.
 
-Owns the thresholds of the staging ring and the queue writes, and ``copy_in_parts``.
+Owns ``Transfers`` (one per runner): the sizes that choose a path, the host threads that copy
+a large transfer's chunks, and the maps of small outputs read in place. May touch the
+runner's queue (it submits its copies and starts its maps there, under the runner's lock)
+and its memory (staging buffers come from and go back to ``Memory``'s pools).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, cast
+
 import numpy as np
+import wgpu
+
+from .interrupts import interrupts_held
+from .memory import MAP_READ, MAP_WRITE, READABLE, word_size
+from .native import Handle, NativePath
+
+if TYPE_CHECKING:
+    from .runner import Runner
 
 #: Reads and writes up to this size go through one staging buffer (or a queue write); larger
 #: ones stream through a ring of ``RING_DEPTH`` staging buffers of ``RING_CHUNK`` bytes, the
@@ -26,6 +42,8 @@ READ_THREADS = 16
 #: each queue write: in the full suite on the H100 (torch and CuPy in the process, after the
 #: 1 GiB cases) a 600 KB one took 3.4 ms, where a fresh process took 50 us.
 QUEUE_WRITE_MAX = 64 << 10
+#: Host copies of at least this many bytes run on several threads.
+PARALLEL_COPY_ABOVE = 4 << 20
 
 
 def copy_in_parts(pool, dst: np.ndarray, src: np.ndarray, parts: int) -> None:
@@ -34,3 +52,299 @@ def copy_in_parts(pool, dst: np.ndarray, src: np.ndarray, parts: int) -> None:
     step = ((-(-src.nbytes // parts)) + 63) & ~63
     for part in [pool.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, src.nbytes, step)]:
         part.result()
+
+
+class DroppedOnFailure:
+    """Destroy the staging buffer ``staging`` if the block fails (it may be mid-map, so it must
+    not go back to a pool), wgpu's errors raised as ours. (A class: a small read passes
+    through one.)"""
+
+    __slots__ = ("runner", "staging")
+
+    def __init__(self, runner: "Runner", staging):
+        self.runner, self.staging = runner, staging
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, err, tb) -> None:
+        if err is None:
+            return
+        with self.runner.lock:
+            self.runner.memory.destroy(self.staging)
+        if isinstance(err, wgpu.GPUError):
+            raise self.runner.gpu_error(err) from None
+
+
+class Transfers:
+    """The paths bytes take between the host and one runner's GPU buffers."""
+
+    def __init__(self, runner: "Runner", cores: int):
+        self.runner: Runner = cast("Runner", weakref.proxy(runner))  # (weak: see Memory.__init__)
+        # Sizes that choose a path (module defaults; the tests shrink them to reach every path)
+        self.ring_chunk, self.ring_depth, self.stream_above = RING_CHUNK, RING_DEPTH, STREAM_ABOVE
+        self.queue_write_max = QUEUE_WRITE_MAX
+        self.parallel_copy_above = PARALLEL_COPY_ABOVE
+        self.copy_threads = {True: min(WRITE_THREADS, cores), False: min(READ_THREADS, cores)}  # by write
+        self._copier: concurrent.futures.ThreadPoolExecutor | None = None  # threads of large transfers' copies
+        self._read_maps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # readable buffer -> its map
+
+    def close(self) -> None:
+        """End the copy threads."""
+        if self._copier is not None:
+            self._copier.shutdown(wait=True)
+            self._copier = None
+
+    # ------------------------------------------------------------------ writes
+
+    def write(self, buffer, data, offset: int = 0) -> None:
+        """Write bytes into a buffer at ``offset``, padding the tail to 4 bytes.
+
+        Small writes go through the queue (wgpu copies them into staging of its own and into
+        ``buffer`` at the next submit, ahead of that submit's work), so work recorded before
+        is submitted first: the write lands after it. Queued bytes count towards the early
+        submit like the bytes of recorded passes, which bounds the staging wgpu holds.
+        Mid-sized writes (``_write_staged``) are copied into reused mapped staging; large
+        writes stream through the staging ring (``upload``).
+        """
+        raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        if raw.nbytes > self.stream_above:
+            self.upload(buffer, raw, offset)
+            return
+        if raw.nbytes > self.queue_write_max:
+            self._write_staged(buffer, raw, offset)
+            return
+        if raw.nbytes % 4:
+            padded = np.zeros(word_size(raw.nbytes), np.uint8)
+            padded[:raw.nbytes] = raw
+            raw = padded
+        runner = self.runner
+        with runner.lock:
+            runner.check()
+            runner.submit_pending(writes=False)
+            try:
+                runner.path.write_buffer(buffer, offset, raw)
+            except wgpu.GPUError as err:
+                raise runner.gpu_error(err) from None
+            runner.queued_write(raw.nbytes)
+
+    def _write_staged(self, buffer, raw: np.ndarray, offset: int) -> None:
+        """``write`` through a reused staging buffer that is already mapped: the bytes are
+        copied in, and the GPU's copy out of it is recorded like any other work (in order
+        with it, submitted with the next read); it is mapped again after that submit."""
+        runner, memory = self.runner, self.runner.memory
+        size = word_size(raw.nbytes)
+        kept_size = 1 << (size - 1).bit_length()  # size classes: few pools, at most 2x
+        with runner.lock:
+            runner.check()
+            m = memory.writes.take(kept_size) or runner.path.new_map(
+                memory.create(kept_size, MAP_WRITE, mapped=True), kept_size, done=True)
+        with DroppedOnFailure(runner, m.buffer):
+            runner.path.wait(m, None)  # mapped again once the GPU has copied out of it
+            runner.path.fill(m, raw)
+            with runner.lock:
+                runner.check()
+                runner.record_copy((m.buffer, 0, buffer, offset, size), remap=m)
+
+    def remapped(self, staged: list) -> None:
+        """Map the write staging buffers of ``staged`` maps again, after the submit that copies
+        out of them: ready for the next write once the GPU has copied out."""
+        runner, memory = self.runner, self.runner.memory
+        for m in staged:
+            again = runner.path.new_map(m.buffer, m.size)
+            runner.path.start_map(again, write=True)
+            for old in memory.writes.put(again):  # destroying one cancels its map
+                memory.destroy(old.buffer)
+
+    # ------------------------------------------------------------------ large transfers
+
+    def _take_ring(self, write: bool) -> list:
+        """The staging ring for uploads (MAP_WRITE) or reads (MAP_READ), taken for one transfer:
+        a second transfer at the same time makes its own. Each entry is [buffer, pending map]."""
+        runner, memory = self.runner, self.runner.memory
+        with runner.lock:
+            runner.check()
+            ring = memory.rings.pop(write, None)
+            if ring is None:
+                usage = MAP_WRITE if write else MAP_READ
+                ring = [[memory.create(self.ring_chunk, usage), None] for _ in range(self.ring_depth)]
+            threads = max(self.copy_threads.values())
+            if self._copier is None and threads > 1:
+                self._copier = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="dmlgpu-copy")
+            return ring
+
+    def _give_ring(self, write: bool, ring: list, ok: bool) -> None:
+        """Keep a ring for the next transfer, or destroy it after a failure (a buffer of it may
+        be mid-map) or when one is kept already."""
+        runner, memory = self.runner, self.runner.memory
+        with runner.lock:
+            if ok and runner.usable and write not in memory.rings:
+                memory.rings[write] = ring
+                return
+            for buffer, _ in ring:
+                memory.destroy(buffer)
+
+    def _copy_host(self, dst: np.ndarray, src: np.ndarray, write: bool) -> None:
+        """dst[:] = src on the threads of a write or a read (NumPy lets go of the GIL while it copies)."""
+        copier, threads = self._copier, self.copy_threads[write]
+        if copier is None or threads < 2 or src.nbytes < self.parallel_copy_above:
+            np.copyto(dst, src)
+            return
+        copy_in_parts(copier, dst, src, threads)
+
+    def upload(self, buffer, raw: np.ndarray, offset: int = 0, on_chunk: Callable[[int], Any] | None = None) -> None:
+        """Stream the bytes ``raw`` into ``buffer`` (see ``_upload``), Ctrl-C held back meanwhile."""
+        with interrupts_held(), self.runner.calls:
+            self._upload(buffer, raw, offset, on_chunk)
+
+    def _upload(self, buffer, raw: np.ndarray, offset: int = 0, on_chunk: Callable[[int], Any] | None = None) -> None:
+        """Stream the bytes ``raw`` into ``buffer`` at ``offset`` through the MAP_WRITE ring.
+
+        The host fills one staging buffer (on several threads, outside the lock) while the GPU
+        copies the ones before it. After each chunk's copy is submitted, ``on_chunk(bytes so
+        far)`` is called under the lock, so that the caller can record work that reads what
+        has arrived: it runs on the GPU while the next chunk is filled.
+        """
+        runner, path = self.runner, self.runner.path
+        ring = self._take_ring(True)
+        chunk = ring[0][0].size
+        ok = False
+        try:
+            for i, start in enumerate(range(0, raw.nbytes, chunk)):
+                entry = ring[i % len(ring)]
+                staging, m = entry
+                if m is None:  # a new ring: map it for the first time
+                    m = path.new_map(staging, chunk)
+                    with runner.lock:
+                        path.start_map(m, write=True)
+                path.wait(m, None)  # mapped again once the GPU has copied out of it
+                size = min(chunk, raw.nbytes - start)
+                view = path.mapped(m)
+                self._copy_host(view[:size], raw[start:start + size], write=True)
+                del view
+                with runner.lock:
+                    runner.check()
+                    path.unmap(m)
+                    entry[1] = None
+                    copy = (staging, 0, buffer, offset + start, word_size(size))
+                    runner.submit([runner.encode((), copies=[copy])])
+                    entry[1] = path.new_map(staging, chunk)
+                    path.start_map(entry[1], write=True)
+                    if on_chunk is not None:
+                        on_chunk(start + size)
+            ok = True
+        except wgpu.GPUError as err:
+            raise runner.gpu_error(err) from None
+        finally:
+            self._give_ring(True, ring, ok)
+
+    # ------------------------------------------------------------------ reads
+
+    def read_into(self, buffer, out: np.ndarray, offset: int = 0) -> np.ndarray:
+        """Copy ``out.nbytes`` bytes of ``buffer`` from ``offset`` into the uint8 array ``out``,
+        after all recorded work: small reads through one staging buffer (one submit, one map),
+        or the buffer itself where it is readable; large ones streamed through the MAP_READ
+        ring. Ctrl-C is held back meanwhile."""
+        with interrupts_held(), self.runner.calls:
+            return self._read_into(buffer, out, offset)
+
+    def _read_into(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
+        runner, memory = self.runner, self.runner.memory
+        nbytes = out.nbytes
+        if nbytes > self.stream_above:
+            return self._read_streamed(buffer, out, offset)
+        if buffer.usage == READABLE and offset == 0 and nbytes <= buffer.size:
+            return self._read_in_place(buffer, out)
+        size = max(4, word_size(nbytes))
+        with runner.lock:
+            runner.check()
+            m = memory.staging.take(size) or runner.path.new_map(memory.create(size, MAP_READ), size)
+            try:
+                ticket = runner.submit(read=(buffer, offset, m))
+            except BaseException:
+                memory.destroy(m.buffer)
+                raise
+        self._finish_read(m, ticket, out)
+        return out
+
+    def _read_in_place(self, buffer, out: np.ndarray) -> np.ndarray:
+        """Read a buffer that passes wrote in mappable memory (``Memory.storage(readable=True)``)
+        through a map of its own: no copy into staging. Submit, wait and unmap all happen
+        under the lock, so that no other submit uses the buffer while it is mapped (wgpu-native
+        aborts the process on one). On the H100 a dispatch writing its 16 bytes straight into
+        mapped memory took 45-49 us a round trip against 54-59 with a copy into staging."""
+        runner, n = self.runner, self.runner.path
+        assert isinstance(n, NativePath)  # (a readable buffer needs in_place, which needs it)
+        with runner.lock:
+            runner.check()
+            m = self._read_maps.get(buffer)
+            if m is None:  # (it holds the handle, not the buffer, which may go with its tensor)
+                m = self._read_maps[buffer] = n.new_map(Handle(buffer._internal), buffer.size)
+            if m.call is not None:
+                m.call[0].ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
+            try:
+                n.wait(m, runner.submit(read=(buffer, 0, m)))
+                n.drain(m, out)
+            except BaseException as err:
+                # Once submitted, the buffer (its tensor's) may be mid-map or mapped: it can
+                # be neither destroyed nor used again, so the device is taken as lost.
+                if m.call is not None and m.call[0].ticket != 0:
+                    self._read_maps.pop(buffer, None)
+                    runner.lose(f"a read failed with its buffer mapped: {err!r}")
+                raise
+        return out
+
+    def _finish_read(self, m, ticket, out: np.ndarray) -> None:
+        """Wait for map ``m`` (outside the lock), copy its first ``out.nbytes`` bytes out,
+        unmap, and keep the staging buffer for the next read. A failure on the way drops the
+        buffer: it may still be mid-map."""
+        runner, memory = self.runner, self.runner.memory
+        with DroppedOnFailure(runner, m.buffer):
+            runner.path.wait(m, ticket)
+            runner.path.drain(m, out)
+        with runner.lock:
+            for old in memory.staging.put(m) if runner.usable else [m]:
+                memory.destroy(old.buffer)
+
+    def _read_streamed(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
+        """Large reads: the host copies chunk i out while the GPU copies the chunks after it."""
+        runner, path = self.runner, self.runner.path
+        ring = self._take_ring(False)
+        chunk = ring[0][0].size
+        starts = list(range(0, out.nbytes, chunk))
+        tickets: dict[int, object] = {}
+        ok = False
+
+        def start(i: int) -> None:
+            entry = ring[i % len(ring)]
+            size = min(chunk, out.nbytes - starts[i])
+            with runner.lock:
+                runner.check()
+                entry[1] = path.new_map(entry[0], word_size(size))
+                tickets[i] = runner.submit(read=(buffer, offset + starts[i], entry[1]))
+
+        try:
+            for i in range(min(len(ring), len(starts))):
+                start(i)
+            for i, first in enumerate(starts):
+                entry = ring[i % len(ring)]
+                m = entry[1]
+                path.wait(m, tickets.pop(i))
+                view = path.mapped(m)
+                size = min(chunk, out.nbytes - first)
+                self._copy_host(out[first:first + size], view[:size], write=False)
+                del view
+                path.unmap(m)
+                entry[1] = None
+                if i + len(ring) < len(starts):
+                    start(i + len(ring))
+            ok = True
+        except wgpu.GPUError as err:
+            raise runner.gpu_error(err) from None
+        finally:
+            self._give_ring(False, ring, ok)
+        return out
+
+    def read(self, buffer, nbytes: int) -> bytes:
+        """The first ``nbytes`` of a buffer, after all recorded work."""
+        return self.read_into(buffer, np.empty(nbytes, np.uint8)).tobytes()
