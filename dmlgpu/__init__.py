@@ -18,8 +18,8 @@ from .types import AxisDirection, DataType, FeatureLevel, NanMode, ReduceFunctio
 
 __version__ = "0.1.0"
 
-_LAZY = {"explain": "explainer", "argmax": "api", "argmin": "api", "hardmax": "api", "Device": "device", "Tensor": "device",
-         "CompiledOperator": "device", "default_device": "device"}
+_LAZY = {"explain": "explainer", "argmax": "api", "argmin": "api", "hardmax": "api", "Device": "device", "Tensor": "tensor",
+         "CompiledOperator": "operator", "default_device": "device"}
 
 
 def __getattr__(name):

@@ -1,0 +1,271 @@
+"""``CompiledOperator``: an operator descriptor compiled for one device, and how it runs.
+
+Owns the operator's program (its schedule's passes compiled, bound to buffers once per pair
+of buffer sets), resident calls (``run``), NumPy calls (small ones through a kit of their own,
+large ones streamed piece by piece as they cross the bus).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import layout
+from .caches import LruCache
+from .desc import TensorDesc, lower
+from .errors import DataError
+from .pieces import Schedule, buffer_spans, schedule
+from .plan import Plan
+from .runtime.interrupts import interrupts_held
+from .runtime.kits import IN_PLACE_OUTPUT_MAX, Kit
+from .runtime.native import Steps
+from .runtime.runner import Runner
+from .tensor import Tensor, check_layout
+from .types import NanMode
+from .wgsl import params_words, shader_sources
+
+if TYPE_CHECKING:
+    from .device import Device
+
+#: NumPy inputs larger than this many staging chunks are reduced piece by piece while the
+#: next piece is still crossing the bus (``pieces.schedule`` with one chunk per binding).
+STREAM_PIECES_ABOVE_CHUNKS = 2
+#: NumPy inputs up to this size run through a kit of the operator's own (``CompiledOperator._small``):
+#: each thread making such calls at once keeps one, with a copy of the input on the GPU.
+HOT_CALL_MAX = 4 << 20
+
+
+class Program:
+    """An operator's schedule on given capabilities, its passes compiled: what binds where."""
+
+    def __init__(self, runner: Runner, sched: Schedule):
+        self.runner, self.schedule = runner, sched
+        self.sources: list[str] = []
+        # per piece: its window of the input and output (None: the scratch), and its passes
+        self.pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in sched.pieces]
+        scratch = max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])
+        self.scratch = runner.memory.storage(scratch) if scratch else None
+        # Words a racing plan's first pass keeps between dispatches (zeroed here, since a
+        # pooled buffer holds what it held; each dispatch leaves them zero): binding 3.
+        race = max(p.plan.race_bytes for p in sched.pieces)
+        self.race = runner.memory.storage(race) if race else None
+        if self.race is not None:
+            runner.transfers.write(self.race, np.zeros(race, np.uint8))
+        self._steps = LruCache(8)  # by the buffers bound: (input buffers, output buffers)
+
+    def _passes(self, p: Plan) -> list:
+        """(pipeline, parameters, grid, reads partial pairs, writes partial pairs, races) per pass."""
+        runner = self.runner
+        sources = shader_sources(p)
+        self.sources += sources
+        grids = ([p.grid] if p.kernel else []) + ([p.merge_grid] if p.merge_kernel and p.merge_grid else [])
+        passes = []
+        for i, (source, grid) in enumerate(zip(sources, grids)):
+            merging = not p.kernel or i == 1
+            writes_pairs = not merging and (p.partials_only or (p.split > 1 and not p.race))
+            passes.append((runner.programs.pipeline(source), runner.programs.uniform(params_words(p, grid, merging)), grid,
+                           merging, writes_pairs, p.race and not merging))
+        return passes
+
+    def steps(self, input: Tensor, output: Tensor) -> list:
+        """Per piece, its passes bound to its windows of the input and output (and the scratch
+        pairs between a first pass and its merge): a list of step lists, made once per pair
+        of buffer sets (a buffer object is never reused for other memory, so a cached bind
+        group never points at a stranger's buffer)."""
+        return self._bound(input, output)[0]
+
+    def flat_steps(self, input: Tensor, output: Tensor) -> Steps:
+        """Every piece's steps in one list, made once like ``steps`` (a ``Steps`` list keeps the
+        C form the native path records from)."""
+        return self._bound(input, output)[1]
+
+    def _bound(self, input: Tensor, output: Tensor) -> tuple:
+        key = (tuple(input._buffers), tuple(output._buffers))
+        bound = self._steps.get(key)
+        if bound is None:
+            by_piece = self._bind(input, output)
+            bound = self._steps[key] = (by_piece, Steps(s for piece in by_piece for s in piece))
+        return bound
+
+    def _bind(self, input: Tensor, output: Tensor) -> list:
+        bind = self.runner.programs.bind
+        scratch = (self.scratch, 0, self.scratch.size) if self.scratch else None
+
+        def window(tensor: Tensor, w):
+            return scratch if w is None else (tensor._buffers[w.buffer], w.offset, w.size)
+
+        by_piece = []
+        for in_window, out_window, passes in self.pieces:
+            src, dst = window(input, in_window), window(output, out_window)
+            by_piece.append([(pipeline, bind(params, scratch if merging else src, scratch if writes_pairs else dst,
+                                             self.race if races else None), grid)
+                             for pipeline, params, grid, merging, writes_pairs, races in passes])
+        return by_piece
+
+    def release(self) -> None:
+        for kept in ("scratch", "race"):
+            if getattr(self, kept) is not None:
+                self.runner.memory.free(getattr(self, kept))
+                setattr(self, kept, None)
+
+
+class CompiledOperator:
+    """An operator descriptor compiled for one device: reusable, with its plan and pipelines."""
+
+    def __init__(self, device: "Device", desc, nan_mode):
+        desc.check_feature_level(device.feature_level)
+        self.device = device
+        self.desc = desc
+        self.nan_mode = NanMode.parse(nan_mode, "nan_mode")
+        self._reduction = lower(desc)
+        self.input_desc: TensorDesc = self._reduction.input
+        self.output_desc: TensorDesc = self._reduction.output
+        runner = device.runner
+        self._program = Program(runner, schedule(self._reduction, runner.capabilities, self.nan_mode, device.tuning))
+        self.schedule: Schedule = self._program.schedule
+        self.plan: Plan = self.schedule.pieces[0].plan  # the first piece's (the only one, mostly)
+        # What each resident call asks for, found once: whether it clears its output first,
+        # the bytes it reads, the output's buffer spans.
+        self._clears = self.plan.clears_output
+        self._reads = self.input_desc.total_tensor_size_in_bytes
+        self._output_spans = buffer_spans(self.output_desc, runner.capabilities)
+        # a small output written with plain stores goes in mappable memory, read with no copy
+        # (IN_PLACE_OUTPUT_MAX)
+        self._output_in_place = runner.in_place and self.plan.op != "hardmax" and len(self._output_spans) == 1 \
+            and self._output_spans[0][1] <= IN_PLACE_OUTPUT_MAX
+        self.sources: list[str] = self._program.sources
+        self._streamed_program: Program | None = None
+        self._own_layouts = LruCache(16)  # array layouts checked to be the input descriptor's
+        # Kits of small NumPy calls (``_small``), one taken by each thread while it runs one;
+        # False once known to have none.
+        self._kits: list = []
+        self._hot: bool | None = None
+
+    def _clear(self, output: Tensor):
+        return output._buffers if self._clears else None
+
+    def run(self, input: Tensor, output: Tensor | None = None) -> Tensor:
+        """Dispatch on GPU-resident tensors; returns the output tensor (new if not given)."""
+        check_layout(input, self.input_desc, "input")
+        if input.device is not self.device:
+            raise DataError(f"input is on {input.device!r}, but the operator was compiled for {self.device!r}")
+        if output is None:
+            output = self.device.empty(self.output_desc, self._output_spans, readable=self._output_in_place)
+        else:
+            check_layout(output, self.output_desc, "output")
+        steps = self._program.flat_steps(input, output)
+        self.device.runner.dispatch(steps, clear=self._clear(output), reads=self._reads)
+        return output
+
+    def gpu_times(self, input: Tensor, output: Tensor, repeats: int = 10) -> np.ndarray:
+        """Seconds each of ``repeats`` runs took on the GPU (timestamp queries), for benchmarks."""
+        check_layout(input, self.input_desc, "input")
+        check_layout(output, self.output_desc, "output")
+        steps = self._program.flat_steps(input, output)
+        return self.device.runner.gpu_times(steps, clear=self._clear(output), repeats=repeats)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """NumPy in, NumPy out: the logical array ``x`` is laid out in the input descriptor's
+        strides. Small calls reuse GPU buffers of a pool (one set per thread at a time) and
+        share one submit between upload, passes and read-back; large inputs stream through
+        the staging ring, reduced piece by piece as they arrive."""
+        data = self._bytes_of(x)
+        with interrupts_held(), self.device.runner.calls:
+            if data.nbytes > STREAM_PIECES_ABOVE_CHUNKS * self.device.runner.transfers.ring_chunk:
+                return self._streamed(data)
+            return self._small(data)
+
+    def _bytes_of(self, x) -> np.ndarray:
+        """``layout.bytes_for``, its checks made once per array layout (dtype, shape, strides):
+        an array already laid out as the input descriptor says is passed as it is."""
+        key = (x.dtype.str, x.shape, x.strides) if isinstance(x, np.ndarray) else None
+        if key is not None and key in self._own_layouts:
+            return layout.span(x)
+        data = layout.bytes_for(self.input_desc, x)
+        as_is = key is not None and x.dtype.isnative and all(s >= 0 and s % x.itemsize == 0 for s in x.strides)
+        if as_is and layout.describe(x)[0].element_strides == self.input_desc.element_strides:
+            self._own_layouts[key] = True  # describe passed x's own memory, not a copy
+        return data
+
+    def _small(self, data: np.ndarray) -> np.ndarray:
+        """Upload, passes and read-back in one submit: on the native path through a kit of
+        this operator's (``runtime.kits.Kit``: buffers, staging and bind groups made once,
+        the call one sequence in C), else on buffers from the runner's pool (the same ones
+        again on the next call, so that their bind groups are found cached)."""
+        if data.nbytes <= HOT_CALL_MAX and self._hot is not False:
+            try:
+                kit = self._kits.pop()
+            except IndexError:
+                kit = self._new_kit()
+            if kit is not None:
+                out = np.empty(self.output_desc.sizes, self.output_desc.data_type.numpy)
+                kit.run(data, out.reshape(-1).view(np.uint8))
+                self._kits.append(kit)  # not given back after a failure: dropped with it
+                return out
+        source, result = self.device.empty(self.input_desc), None
+        try:
+            result = self.device.empty(self.output_desc)
+            source.write(data)
+            self.run(source, result)
+            return result.numpy()
+        finally:
+            source.release()
+            if result is not None:
+                result.release()
+
+    def _new_kit(self):
+        """A kit for ``_small``'s hot call (``Kit.make``, which makes its buffers and
+        has the passes bound to them here), or None where there is none (the public path, an
+        output that is not one packed buffer, an input in several buffers)."""
+        single = len(buffer_spans(self.input_desc, self.device.runner.capabilities)) == len(self._output_spans) == 1
+        kit = None
+        if self.output_desc.strides is None and single:
+            def bind(input_buffer, output_buffer) -> Steps:
+                return self._program.flat_steps(Tensor(self.device, self.input_desc, [input_buffer]),
+                                                Tensor(self.device, self.output_desc, [output_buffer]))
+
+            kit = Kit.make(self.device.runner, bind, self._reads, self.output_desc.total_tensor_size_in_bytes,
+                           self._clears, self._output_in_place)
+        if kit is None:
+            self._hot = False
+        return kit
+
+    def _streamed(self, data: np.ndarray) -> np.ndarray:
+        """Upload through the staging ring, recording each piece as soon as the bytes it reads
+        have been submitted, so that the GPU reduces one piece while the next is filled."""
+        program = self._streamed_program
+        if program is None:
+            caps = self.device.runner.capabilities
+            caps = dataclasses.replace(caps, max_storage_binding=min(self.device.runner.transfers.ring_chunk, caps.max_storage_binding))
+            program = self._streamed_program = Program(
+                self.device.runner, schedule(self._reduction, caps, self.nan_mode, self.device.tuning))
+        source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
+        runner = self.device.runner
+        try:
+            pieces = list(zip(program.schedule.pieces, program.steps(source, result)))
+            if self.plan.clears_output:
+                runner.dispatch([], clear=result._buffers)
+            # bytes of each buffer's part of the data: a window may end past them (16-byte rounding)
+            lengths = [max(0, min(nbytes, data.nbytes - first)) for first, nbytes in source._spans]
+            next_piece = 0
+
+            def arrived(buffer: int, done: int) -> None:
+                """Record the pieces, in order, whose input bytes have all been submitted."""
+                nonlocal next_piece
+                while next_piece < len(pieces):
+                    piece, steps = pieces[next_piece]
+                    w = piece.input
+                    if w is not None and (w.buffer > buffer or
+                                          (w.buffer == buffer and min(w.offset + w.size, lengths[w.buffer]) > done)):
+                        return
+                    runner.dispatch(steps, reads=0 if w is None else w.size)
+                    next_piece += 1
+
+            source.write(data, on_chunk=arrived)
+            arrived(len(lengths), 0)
+            return result.numpy()
+        finally:
+            source.release()
+            result.release()

@@ -1,0 +1,127 @@
+"""``Tensor``: a tensor resident on a device, held in one or more GPU buffers.
+
+Owns the tensor's descriptor and buffers, its reads and writes (through the device's runner)
+and its NumPy protocols; and ``check_layout``, which says whether a tensor may stand for a
+descriptor an operator was compiled for.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from . import layout
+from .desc import TensorDesc
+from .errors import DataError
+
+if TYPE_CHECKING:
+    from .device import Device
+
+
+class Tensor:
+    """A tensor resident on a device: its ``TensorDesc`` and the GPU buffers that hold it.
+
+    A tensor larger than one buffer of the adapter is held in several, the cells of a
+    grid (``pieces.buffer_grid``); most tensors have one.
+    """
+
+    def __init__(self, device: "Device", desc: TensorDesc, buffers: list, spans: list | None = None):
+        self.device = device
+        self.desc = desc
+        self._buffers = buffers
+        # (first byte, bytes) of the tensor's memory that each buffer holds: pieces.buffer_spans
+        self._spans = spans or [(0, desc.total_tensor_size_in_bytes)]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.desc.sizes
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.desc.data_type.numpy
+
+    @property
+    def _buffer(self):
+        """The buffer of a tensor held in one (the benchmarks bind it directly)."""
+        (buffer,) = self._buffers
+        return buffer
+
+    def _alive(self, field: str = "tensor") -> None:
+        self.device.runner.check()
+        if not self._buffers:
+            raise DataError(f"{field} was released (Tensor.release()); it holds no GPU memory any more")
+
+    def write(self, data, on_chunk: Callable[[int, int], Any] | None = None) -> None:
+        """Write the bytes of the tensor's memory span (``layout.bytes_for``) to its buffers.
+
+        ``on_chunk(buffer index, bytes of it written so far)``: see ``Transfers.upload``."""
+        self._alive()
+        raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        for k, (buffer, (first, nbytes)) in enumerate(zip(self._buffers, self._spans)):
+            part = raw[first:first + nbytes]
+            if on_chunk is None:
+                self.device.runner.transfers.write(buffer, part)
+            else:
+                self.device.runner.transfers.upload(buffer, part, on_chunk=functools.partial(on_chunk, k))
+
+    def numpy(self) -> np.ndarray:
+        """Read the tensor back into a NumPy array that owns its memory."""
+        self._alive()
+        runner = self.device.runner
+        desc = self.desc
+        if desc.strides is None and len(self._buffers) == 1:  # packed: its bytes are the array
+            out = np.empty(desc.sizes, desc.data_type.numpy)
+            runner.transfers.read_into(self._buffers[0], out.reshape(-1).view(np.uint8))
+            return out
+        raw = np.empty(desc.total_tensor_size_in_bytes, np.uint8)
+        for buffer, (first, nbytes) in zip(self._buffers, self._spans):
+            size = min(nbytes, raw.size - first)
+            runner.transfers.read_into(buffer, raw[first:first + size])
+        return np.array(layout.view(desc, raw))
+
+    def release(self) -> None:
+        """Free the GPU memory now rather than when the object is collected; later use raises."""
+        buffers, self._buffers = self._buffers, []
+        for buffer in buffers:
+            self.device.runner.memory.free(buffer)
+
+    # NumPy's protocols (dmlgpu/numpy.py): np.asarray reads back, np.argmax / np.argmin run
+    # on the GPU, and anything else NumPy is asked to do raises a TypeError naming np.asarray.
+    def __array__(self, dtype=None, copy=None):
+        from .numpy import tensor_array
+        return tensor_array(self, dtype, copy)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .numpy import tensor_array_function
+        return tensor_array_function(func, args, kwargs)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .numpy import tensor_array_ufunc
+        return tensor_array_ufunc(ufunc, method)
+
+    def __repr__(self) -> str:
+        state = "" if self._buffers else ", released"
+        return f"Tensor({self.desc.data_type.name}, sizes={list(self.desc.sizes)}, device={self.device.name!r}{state})"
+
+
+def check_layout(tensor: Tensor, desc: TensorDesc, field: str) -> None:
+    """A tensor may stand for ``desc`` when it addresses its elements the same way."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{field} must be a dmlgpu Tensor, not {type(tensor).__name__}")
+    tensor._alive(field)
+    mine, theirs = tensor.desc, desc
+    if mine is theirs or mine == theirs:  # (made for this descriptor: it holds its bytes)
+        return
+    for name in ("data_type", "sizes", "element_strides"):
+        if getattr(mine, name) != getattr(theirs, name):
+            raise DataError(
+                f"{field}.{name} is {getattr(mine, name)}, but the operator was compiled for {getattr(theirs, name)}"
+            )
+    held = sum(buffer.size for buffer in tensor._buffers)
+    if held < theirs.total_tensor_size_in_bytes:
+        raise DataError(
+            f"{field} holds {held} bytes, but the operator's total_tensor_size_in_bytes "
+            f"is {theirs.total_tensor_size_in_bytes}"
+        )
