@@ -40,7 +40,7 @@ def _literal(value) -> str:
 def _key_parts(plan: Plan) -> tuple[list[str], dict]:
     """The key modules for the input type, and the constants they and the loader read."""
     t = plan.input_type
-    consts = {"MINIMIZE": plan.op == "argmin"}
+    consts: dict[str, int | bool] = {"MINIMIZE": plan.op == "argmin"}
     if t.size == 8:
         consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
         return ["key_int64_native" if plan.int64 else "key_int64_words"], consts

@@ -44,39 +44,40 @@ class Kit:
         copy on either side. On the H100 a dispatch writing its 16 bytes straight into
         mapped memory took 45-49 us a round trip against 54-59 with a copy into staging
         (finish 3 us shorter, the wait 5 us), interleaved in one process."""
-        n = runner.path
-        if not isinstance(n, NativePath):
+        if not isinstance(runner.path, NativePath):
             return None
+        return cls(runner, runner.path, bind, in_nbytes, out_nbytes, clear, output_in_place)
+
+    def __init__(self, runner: "Runner", n: NativePath, bind: Callable[[Any, Any], list], in_nbytes: int,
+                 out_nbytes: int, clear: bool, output_in_place: bool):
         memory = runner.memory
-        kit = cls()
-        kit.runner = runner
+        self.runner = runner
         in_size = word_size(in_nbytes)
         if runner.in_place:  # a size a shader may bind and read in 16-byte quads
-            kit.input = memory.create(bound_size(in_nbytes), MAP_WRITE_BOUND, mapped=True)
-            wstaging = kit.input
+            self.input = memory.create(bound_size(in_nbytes), MAP_WRITE_BOUND, mapped=True)
+            wstaging = self.input
         else:
-            kit.input = memory.storage(in_nbytes)
+            self.input = memory.storage(in_nbytes)
             wstaging = memory.create(in_size, MAP_WRITE, mapped=True)
         out_size = max(4, word_size(out_nbytes))  # what is copied and mapped (a bound buffer is longer)
         if runner.in_place and output_in_place:
-            kit.output = rstaging = memory.storage(out_nbytes, readable=True)
+            self.output = rstaging = memory.storage(out_nbytes, readable=True)
         else:
-            kit.output, rstaging = memory.storage(out_nbytes), memory.create(out_size, MAP_READ)
-        kit.wmap = n.new_map(wstaging, in_size, done=True)
-        kit.rmap = n.new_map(rstaging, out_size)
+            self.output, rstaging = memory.storage(out_nbytes), memory.create(out_size, MAP_READ)
+        self.wmap = n.new_map(wstaging, in_size, done=True)
+        self.rmap = n.new_map(rstaging, out_size)
         # the bind groups and pipelines the C struct points at stay alive, and (a Steps list
         # keeps it) the C array of them
-        steps = bind(kit.input, kit.output)
-        kit.steps = steps if isinstance(steps, Steps) else Steps(steps)
-        c = kit.c = n.hot_ffi.new("DmlCall *")
+        steps = bind(self.input, self.output)
+        self.steps = steps if isinstance(steps, Steps) else Steps(steps)
+        c = self.c = n.hot_ffi.new("DmlCall *")
         c.device, c.queue = n.handle, n.queue
-        c.wstaging, c.wstate, c.input, c.in_size = wstaging._internal, kit.wmap.state, kit.input._internal, in_size
-        n.put_passes(c, kit.steps, kit.output if clear else None)  # kit.steps keeps the array
-        c.output, c.out_offset = kit.output._internal, 0
-        c.rstaging, c.rstate, c.out_size = rstaging._internal, kit.rmap.state, out_size
-        kit.ticket = n.hot_ffi.addressof(c, "ticket")
-        kit.handles = n.hot_ffi.new("void *[1]")
-        return kit
+        c.wstaging, c.wstate, c.input, c.in_size = wstaging._internal, self.wmap.state, self.input._internal, in_size
+        n.put_passes(c, self.steps, self.output if clear else None)  # self.steps keeps the array
+        c.output, c.out_offset = self.output._internal, 0
+        c.rstaging, c.rstate, c.out_size = rstaging._internal, self.rmap.state, out_size
+        self.ticket = n.hot_ffi.addressof(c, "ticket")
+        self.handles = n.hot_ffi.new("void *[1]")
 
     def run(self, data: np.ndarray, out: np.ndarray) -> None:
         """The call on the bytes ``data`` into the uint8 array ``out``: the bytes copied into

@@ -7,6 +7,8 @@ form of a list of steps.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import wgpu
 
@@ -314,6 +316,7 @@ class Steps(list):
     ``DmlStep`` array) once made: callers that record the same steps again keep one."""
 
     __slots__ = ("native",)
+    native: Any  # the C array, once made (``steps_array``)
 
 
 def steps_array(n: NativePath, steps):

@@ -5,8 +5,11 @@ Owns ``PublicPath`` (what the runner drives) and its encoder and map objects.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import wgpu
+
 
 class PublicMap:
     """One map of a staging buffer on the public path: started under the runner's lock,
@@ -15,7 +18,8 @@ class PublicMap:
     __slots__ = ("buffer", "size", "done", "promise")
 
     def __init__(self, buffer, size: int, done: bool = False):
-        self.buffer, self.size, self.done, self.promise = buffer, size, done, None
+        self.buffer, self.size, self.done = buffer, size, done
+        self.promise: Any = None  # wgpu-py's GPUPromise of the map in flight
 
 
 class PublicPath:

@@ -49,6 +49,7 @@ import threading
 import time
 import traceback
 import warnings
+from typing import Any
 
 import numpy as np
 import wgpu
@@ -56,6 +57,7 @@ import wgpu
 from ..errors import AdapterError, DeviceLostError
 from ..plan import Capabilities
 from .adapters import choose_adapter, release_device, request_device
+from .backend import Backend
 from .hot import SPIN_S, hot_copier
 from .interrupts import interrupts_held
 from .memory import MAP_READ, READABLE, Memory
@@ -131,14 +133,14 @@ class Runner:
             if value > getattr(self.capabilities, name):
                 raise AdapterError(f"smaller[{name!r}] is {value}, above the adapter's {getattr(self.capabilities, name)}")
         self.capabilities = dataclasses.replace(self.capabilities, **smaller)
-        self.path: NativePath | PublicPath = self._choose_path()
+        self.path: Backend[Any] = self._choose_path()
         if isinstance(self.path, NativePath) and self.adapter.info["adapter_type"] != "CPU":
             self.path.spin_s = SPIN_S
             self.path.copier = hot_copier()
-        self._defers = isinstance(self.path, NativePath)  # dispatches are recorded at their submit (Deferred)
         # small outputs in mappable memory: a NumPy call's kit binds its staging (kits.Kit), a
-        # resident call writes a buffer a read maps as it is (Memory.storage(readable=True))
-        self.in_place = "mappable-primary-buffers" in self.features and self._defers
+        # resident call writes a buffer a read maps as it is (Memory.storage(readable=True));
+        # on the native path, whose dispatches are recorded at their submit (Deferred)
+        self.in_place = "mappable-primary-buffers" in self.features and isinstance(self.path, NativePath)
         self.lock = threading.RLock()
         self.calls = threading.RLock()  # one call waiting for the GPU at a time (module docstring)
         # Finished command buffers of calls recorded since the last submit, and the bytes
@@ -275,7 +277,8 @@ class Runner:
         """
         with self.lock:
             self.check()
-            self._pending.append(Deferred(self.path, steps, clear) if self._defers else self.encode(steps, clear))
+            path = self.path
+            self._pending.append(Deferred(path, steps, clear) if isinstance(path, NativePath) else self.encode(steps, clear))
             self._count_pending(reads)
 
     def record_copy(self, copy: tuple, remap=None) -> None:
