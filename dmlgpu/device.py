@@ -26,7 +26,7 @@ from .pieces import buffer_spans
 from .plan import Tuning
 from .runtime.adapters import adapter_summary
 from .runtime.runner import Runner
-from .tensor import Tensor
+from .tensor import Storage, Tensor
 from .types import DEFAULT_FEATURE_LEVEL, FeatureLevel, NanMode
 
 
@@ -135,7 +135,7 @@ class Device:
             raise GPUMemoryError(
                 f"a tensor of {total} bytes ({desc.data_type.name} {list(desc.sizes)}) does not fit: {err}; "
                 f"after giving back the part allocated, dmlgpu holds {self.runner.memory.held_bytes} bytes") from None
-        return Tensor(self, desc, buffers, spans)
+        return Tensor(self, desc, buffers, spans, Storage(self.runner.memory, buffers))
 
     def close(self) -> None:
         """Give back every GPU buffer, pipeline and thread this device holds (the memory of its

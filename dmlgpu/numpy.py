@@ -174,7 +174,7 @@ def with_sizes(t: Tensor, sizes) -> Tensor:
     if spans != t._spans:
         raise DataError(f"a tensor of sizes {list(desc.sizes)} held in {len(t._spans)} buffers cannot be "
                         f"seen as sizes {list(sizes)}: its buffers would split differently")
-    return Tensor(t.device, view, t._buffers, spans)
+    return Tensor(t.device, view, t._buffers, spans, t._storage)
 
 
 # -- The NumPy protocols of dmlgpu.Tensor ---------------------------------------------------

@@ -20,17 +20,51 @@ if TYPE_CHECKING:
     from .device import Device
 
 
+class Storage:
+    """The GPU buffers that hold one tensor's memory, shared by the tensor and its views
+    (``with_sizes``): given back to the device's pool when the last of them is collected, or
+    at once by ``release``.
+
+    A collected storage only appends its buffers to ``Memory.returned`` (an atomic deque
+    append, safe from a finalizer that runs in any thread, at any point, during interpreter
+    shutdown too); the runner takes them up under its lock at its next allocation. A buffer
+    that work in flight still uses is safe to hand out again: the next user's work runs after
+    it on the queue. On a closed device they are simply dropped with it."""
+
+    __slots__ = ("buffers", "memory")
+
+    def __init__(self, memory, buffers: list):
+        self.memory, self.buffers = memory, buffers
+
+    def release(self) -> None:
+        """Give the buffers back now; every tensor sharing them sees none from here on."""
+        buffers = list(self.buffers)
+        self.buffers.clear()
+        for buffer in buffers:
+            self.memory.free(buffer)
+
+    def __del__(self) -> None:
+        if self.buffers:
+            self.memory.returned.extend(self.buffers)
+
+
 class Tensor:
     """A tensor resident on a device: its ``TensorDesc`` and the GPU buffers that hold it.
 
     A tensor larger than one buffer of the adapter is held in several, the cells of a
-    grid (``pieces.buffer_grid``); most tensors have one.
+    grid (``pieces.buffer_grid``); most tensors have one. Its memory goes back to the
+    device's pool when it (and every view of it) is collected, as ``release()`` gives it back
+    at once; a tensor made over buffers it does not own (``storage`` None) never frees them.
     """
 
-    def __init__(self, device: "Device", desc: TensorDesc, buffers: list, spans: list | None = None):
+    def __init__(self, device: "Device", desc: TensorDesc, buffers: list, spans: list | None = None,
+                 storage: Storage | None = None):
+        """``buffers``: the buffers holding its memory (``storage.buffers`` where it owns them,
+        through ``storage``, alone or with views of it)."""
         self.device = device
         self.desc = desc
         self._buffers = buffers
+        self._storage = storage
         # (first byte, bytes) of the tensor's memory that each buffer holds: pieces.buffer_spans
         self._spans = spans or [(0, desc.total_tensor_size_in_bytes)]
 
@@ -82,10 +116,12 @@ class Tensor:
         return np.array(layout.view(desc, raw))
 
     def release(self) -> None:
-        """Free the GPU memory now rather than when the object is collected; later use raises."""
-        buffers, self._buffers = self._buffers, []
-        for buffer in buffers:
-            self.device.runner.memory.free(buffer)
+        """Free the GPU memory now rather than when the object is collected; later use raises
+        (of every view of it too)."""
+        if self._storage is not None:
+            self._storage.release()
+        else:
+            self._buffers = []
 
     # NumPy's protocols (dmlgpu/numpy.py): np.asarray reads back, np.argmax / np.argmin run
     # on the GPU, and anything else NumPy is asked to do raises a TypeError naming np.asarray.

@@ -354,3 +354,65 @@ def test_a_read_that_fails_with_its_output_mapped_loses_the_device_not_the_proce
             use()
     device.close()
     assert np.array_equal(dmlgpu.argmax(x, 1, device=dmlgpu.Device()), oracle.argmax(x, 1))
+
+
+# --- results as users write them: no release() ----------------------------------------------
+
+def test_results_go_back_to_the_pool_when_they_are_collected(monkeypatch):
+    """``dmlgpu.argmax(t, 1).numpy()`` and ``np.asarray(dnp.argmax(t, axis=1))``, with no
+    ``release()``: after the first calls, no buffer is created (a collected result's buffers
+    went back to the pool), and every answer is right."""
+    import dmlgpu.numpy as dnp
+
+    device = dmlgpu.Device()
+    x = np.random.default_rng(21).standard_normal((3, 5000)).astype(np.float32)
+    t = device.upload(x)
+    for _ in range(3):
+        dmlgpu.argmax(t, 1).numpy()
+        np.asarray(dnp.argmax(t, axis=1))
+    created = []
+    real = device.runner.memory.create
+    monkeypatch.setattr(device.runner.memory, "create", lambda *a, **k: created.append(a) or real(*a, **k))
+    for _ in range(20):
+        np.testing.assert_array_equal(dmlgpu.argmax(t, 1).numpy(), oracle.argmax(x, 1))
+        np.testing.assert_array_equal(np.asarray(dnp.argmax(t, axis=1)), np.argmax(x, axis=1))
+    assert created == []
+    device.close()
+
+
+def test_a_view_keeps_its_memory_when_its_base_is_collected():
+    """``np.argmax(t, axis=1)`` is a view (its reduced axis dropped) of the operator's output:
+    the base going first must not give the view's memory back; releasing the view releases it."""
+    import gc
+
+    import dmlgpu.numpy as dnp
+
+    device = dmlgpu.Device()
+    x = np.random.default_rng(22).standard_normal((4, 300)).astype(np.float32)
+    t = device.upload(x)
+    view = dnp.argmax(t, axis=1)
+    gc.collect()
+    for _ in range(5):  # the pool hands out buffers of its size again: none may be the view's
+        other = dmlgpu.argmin(t, 1, output_data_type=np.intp)
+        np.testing.assert_array_equal(other.numpy(), oracle.argmin(x, 1, output_data_type="int64"))
+    np.testing.assert_array_equal(np.asarray(view), np.argmax(x, axis=1))
+    view.release()
+    with pytest.raises(dmlgpu.DataError, match="was released"):
+        view.numpy()
+    device.close()
+
+
+def test_tensors_left_at_exit_end_the_process_quietly():
+    """Tensors never released and alive at interpreter shutdown, with their device open: the
+    process exits 0 and prints nothing on stderr (their finalizers run late, with modules gone)."""
+    script = textwrap.dedent("""
+        import numpy as np, dmlgpu
+        x = np.arange(40000, dtype=np.float32).reshape(4, 10000)
+        kept = [dmlgpu.argmax(dmlgpu.default_device().upload(x), 1) for _ in range(10)]
+        cycle = [kept]
+        cycle.append(cycle)
+        print(int(kept[0].numpy()[0, 0]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "9999", proc.stderr
+    assert "Exception" not in proc.stderr and "Error" not in proc.stderr, proc.stderr

@@ -9,6 +9,7 @@ submitted before a buffer it may use is destroyed); nothing records or maps here
 
 from __future__ import annotations
 
+import collections
 import weakref
 from collections import OrderedDict, defaultdict
 from typing import TYPE_CHECKING, Any, cast
@@ -116,6 +117,8 @@ class Memory:
         # GPU has copied out of them)
         self.writes = Pool(STAGING_POOL_BYTES)
         self.rings: dict[bool, list] = {}  # MAP_WRITE (True) and MAP_READ (False) rings, kept
+        # storage buffers of collected tensors (``tensor.Storage``), taken up by ``storage``
+        self.returned: collections.deque = collections.deque()
         # every buffer this runner made and has not destroyed (buffers dropped with an object
         # that was collected leave on their own): what held_bytes counts
         self._live: weakref.WeakSet = weakref.WeakSet()
@@ -173,6 +176,7 @@ class Memory:
     def drop_kept(self) -> bool:
         """Give back the buffers kept for reuse (pools, staging, rings); whether any were."""
         with self.runner.lock:
+            self.take_returned()
             dropped = False
             for buffer in self.take_kept():
                 self.destroy(buffer)
@@ -191,6 +195,7 @@ class Memory:
     def forget(self) -> None:
         """Count nothing any more (the device is being destroyed, and every buffer with it)."""
         self._live = weakref.WeakSet()
+        self.returned.clear()
 
     def storage(self, nbytes: int, readable: bool = False):
         """A storage buffer of ``bound_size(nbytes)`` bytes from the pool of its kind;
@@ -202,7 +207,14 @@ class Memory:
                                f"which adapter {runner.name!r} (path {runner.path.name!r}) lacks")
         size, usage = bound_size(nbytes), READABLE if readable else STORAGE
         with runner.lock:
+            self.take_returned()
             return self._pools[usage].take(size) or self.create(size, usage)
+
+    def take_returned(self) -> None:
+        """Keep (or destroy) the buffers collected tensors gave back (``returned``). Under the lock."""
+        returned = self.returned
+        while returned:
+            self.free(returned.popleft())
 
     def free(self, buffer, keep: bool = True) -> None:
         """Give a storage buffer back: kept for reuse if small (and ``keep``), else destroyed at once.
