@@ -86,7 +86,9 @@ class Program:
         bound = self._steps.get(key)
         if bound is None:
             by_piece = self._bind(input, output)
-            bound = self._steps[key] = (by_piece, Steps(s for piece in by_piece for s in piece))
+            flat = Steps(s for piece in by_piece for s in piece)
+            flat.buffers = frozenset(key[0] + key[1])  # what a submit checks against mapped buffers
+            bound = self._steps[key] = (by_piece, flat)
         return bound
 
     def _bind(self, input: Tensor, output: Tensor) -> list:
@@ -172,7 +174,7 @@ class CompiledOperator:
         share one submit between upload, passes and read-back; large inputs stream through
         the staging ring, reduced piece by piece as they arrive."""
         data = self._bytes_of(x)
-        with interrupts_held(), self.device.runner.calls:
+        with interrupts_held():
             if data.nbytes > STREAM_PIECES_ABOVE_CHUNKS * self.device.runner.transfers.ring_chunk:
                 return self._streamed(data)
             return self._small(data)

@@ -52,8 +52,11 @@ DmlState *dml_state_new(int landed);
 int dml_state(const DmlState *s);
 void dml_state_drop(DmlState *s);
 void dml_map(const DmlFns *f, void *buffer, int write, size_t size, DmlState *s);
+typedef struct DmlPoller DmlPoller;
+DmlPoller *dml_poller_new(void);
+void dml_poller_free(DmlPoller *p);
 int dml_wait(const DmlFns *f, void *device, const DmlState *s, double spin_s, double idle_timeout_s,
-             const uint64_t *ticket);
+             const uint64_t *ticket, DmlPoller *p);
 void *dml_record(const DmlFns *f, void *device, void *encoder, void *clear, uint64_t clear_size,
                  const DmlStep *steps, size_t n_steps);
 void dml_finish(const DmlFns *f, void **encoders, size_t count);

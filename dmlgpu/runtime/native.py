@@ -82,6 +82,11 @@ class NativePath:
         fns.encoder_descriptor, fns.pass_descriptor, fns.buffer_descriptor = (
             self.encoder_desc, self.pass_desc, self.buffer_desc)
         self.spin_s = 0.0  # how long a wait polls without blocking first (Runner sets it)
+        # the threads waiting on this device take turns polling it (``dml_wait``)
+        poller = self.hot.dml_poller_new()
+        if not poller:
+            raise MemoryError("no memory for a device poller")
+        self.poller = self.hot_ffi.gc(poller, self.hot.dml_poller_free)
         self.copier = self.null  # helper threads of copies into staging (Runner sets them: hot_copier)
 
     def ptr(self, cdata):
@@ -180,12 +185,13 @@ class NativePath:
         self._checked("map", self.hot.dml_map, self.fns, m.buffer._internal, write, m.size, m.state)
 
     def wait(self, m: NativeMap, ticket) -> None:
-        """Poll on this thread until the map has landed (``dml_wait``): first without blocking,
-        for up to ``spin_s`` (on the H100 a blocking poll returned 30 us after the GPU was
-        done: a dispatch and a 16-byte read-back took 92 us blocking, 60 spinning), then
-        blocking, which leaves the core to others. Another thread's poll may land it."""
+        """Wait until the map has landed (``dml_wait``), polling the device when no other
+        thread does (one thread polls at a time; the others' maps land in its polls): first
+        without blocking, for up to ``spin_s`` (on the H100 a blocking poll returned 30 us
+        after the GPU was done: a dispatch and a 16-byte read-back took 92 us blocking, 60
+        spinning), then blocking, which leaves the core to others. No lock of ours is held."""
         landed = self.hot.dml_wait(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S,
-                                   self.null if ticket is None else ticket)
+                                   self.null if ticket is None else ticket, self.poller)
         if landed == -1:
             raise DeviceLostError(f"a buffer map did not complete in {MAP_TIMEOUT_S} s on an idle queue; "
                                   "the device is lost")
@@ -315,8 +321,9 @@ class Steps(list):
     """A list of steps (pipeline, bind group, grid) that keeps its C form (``_hot.c``'s
     ``DmlStep`` array) once made: callers that record the same steps again keep one."""
 
-    __slots__ = ("native",)
+    __slots__ = ("native", "buffers")
     native: Any  # the C array, once made (``steps_array``)
+    buffers: frozenset  # the tensors' buffers the steps bind, where known (``Runner.submit``)
 
 
 def steps_array(n: NativePath, steps):

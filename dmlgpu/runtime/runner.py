@@ -27,14 +27,15 @@ Objects are created through wgpu-py either way, so that their lifetimes stay wgp
   small call's passes and its read-back: 9 us less than two on the H100). On the native
   path a dispatch stays its steps until the submit (``Deferred``), which records it, under
   the lock, with the read-back that follows it in one C call.
-- ``calls`` (a second lock) is held by each call that waits for the GPU, from its submit to
-  its read-back (a NumPy call, a read, a large transfer): one such call at a time. Measured
-  on the H100 with 8 threads making small calls: 2867 calls/s this way, 642 when every thread
-  polled wgpu-native at once, 1500 when only the polls took turns (1 thread: 2923-3311). Work
-  that only records (``CompiledOperator.run`` on resident tensors) needs ``lock`` alone.
-  One read waits under ``lock`` too: that of a small output in mappable memory
-  (``Transfers._read_in_place``), which must stay out of every submit while it is mapped;
-  work that only records waits for it (tens of microseconds on a GPU).
+- No lock is held while a thread waits for the GPU: each thread waits for its own result,
+  and the threads waiting on one device take turns polling it (``native.NativePath.wait``,
+  ``_hot.c``'s ``DmlPoller``; the public path's maps land in wgpu-py's poll thread), so
+  submissions from several threads are in flight together.
+- A small output in mappable memory read in place (``Transfers._read_in_place``) is mapped
+  from the submit that starts its map to its unmap; wgpu-native aborts the process on a
+  submit that uses a mapped buffer. Such buffers are in ``mapped``; a submit whose work
+  uses one (``uses``: the buffers of the pending work's steps and copies) waits until it is
+  unmapped (``unmapped``, a condition of ``lock``), and any other submit goes ahead.
 - Staging buffers are taken from and returned to pools, so a buffer is mapped by one
   thread at a time; a call that fails between map and unmap drops its staging buffer
   instead of returning it to the pool.
@@ -142,11 +143,15 @@ class Runner:
         # on the native path, whose dispatches are recorded at their submit (Deferred)
         self.in_place = "mappable-primary-buffers" in self.features and isinstance(self.path, NativePath)
         self.lock = threading.RLock()
-        self.calls = threading.RLock()  # one call waiting for the GPU at a time (module docstring)
-        # Finished command buffers of calls recorded since the last submit, and the bytes
-        # their passes read: small calls share one submit with their read-back.
+        # Finished command buffers of calls recorded since the last submit, the bytes their
+        # passes read (small calls share one submit with their read-back), and the buffers
+        # they use where known (``Steps.buffers``, copies)
         self._pending: list = []
         self._pending_bytes = 0
+        self._pending_uses: set = set()
+        # buffers mapped for a read in place, which no submit may use (module docstring)
+        self.mapped: set = set()
+        self.unmapped = threading.Condition(self.lock)
         self._queued = False  # small writes queued since the last submit (``Transfers.write``)
         # write staging that pending work copies out of, mapped again after its submit
         self._remap: list = []
@@ -214,6 +219,7 @@ class Runner:
             for encoder in self._pending:
                 encoder.drop()
             self._pending, self._remap = [], []
+            self.unmapped.notify_all()
             for m in self.memory.writes.clear():  # let their maps land: a pending map keeps its
                 try:                              # buffer (and wgpu-py's, its device) alive
                     self.path.wait(m, None)
@@ -279,6 +285,11 @@ class Runner:
             self.check()
             path = self.path
             self._pending.append(Deferred(path, steps, clear) if isinstance(path, NativePath) else self.encode(steps, clear))
+            uses = getattr(steps, "buffers", None)
+            if uses:
+                self._pending_uses.update(uses)
+            if clear:
+                self._pending_uses.update(clear)
             self._count_pending(reads)
 
     def record_copy(self, copy: tuple, remap=None) -> None:
@@ -287,6 +298,7 @@ class Runner:
         staging it copies out of, mapped again after that submit (``Transfers.remapped``).
         Under the lock."""
         self._pending.append(self.encode((), copies=[copy]))
+        self._pending_uses.update((copy[0], copy[2]))
         if remap is not None:
             self._remap.append(remap)
         self._count_pending(copy[4])
@@ -309,12 +321,17 @@ class Runner:
         if self._pending or (writes and (self._queued or self._remap)):
             self.submit()
 
-    def submit(self, extra=(), read=None):
-        """Finish and submit the pending encoders (and ``extra``), with the queued writes
-        ahead of them, and ``read`` = (src, offset, map of a MAP_READ staging buffer): its
-        copy recorded last and its map started (``path.submit``). The submission's ticket;
-        None where there was nothing to submit. Under the lock."""
+    def submit(self, extra=(), read=None, uses=()):
+        """Finish and submit the pending encoders (and ``extra``, which uses the buffers
+        ``uses``), with the queued writes ahead of them, and ``read`` = (src, offset, map of a
+        MAP_READ staging buffer): its copy recorded last and its map started
+        (``path.submit``). The submission's ticket; None where there was nothing to submit.
+        Under the lock; waits (letting go of it) while the work uses a buffer mapped for a
+        read in place."""
+        if self.mapped:
+            self._wait_unmapped(read[0] if read is not None else None, uses)
         encoders, self._pending, self._pending_bytes = self._pending + list(extra) if extra else self._pending, [], 0
+        self._pending_uses = set()
         queued, self._queued = self._queued, False
         remap, self._remap = self._remap, []
         if not encoders and not queued and read is None:
@@ -332,15 +349,28 @@ class Runner:
             self.transfers.remapped(remap)
         return ticket
 
+    def _wait_unmapped(self, read, uses) -> None:
+        """Until no buffer of the pending work (nor ``read``, nor ``uses``) is mapped."""
+        while True:
+            mapped = self.mapped
+            if mapped.isdisjoint(self._pending_uses) and read not in mapped and mapped.isdisjoint(uses):
+                return
+            self.unmapped.wait()
+            self.check()
+
     def submit_call(self, c, handles) -> None:
         """Submit the recorded work with the native small call ``c`` (a ``DmlCall``, ``kits.Kit``)
-        recorded after it, in one submit; writes staged or queued before go first, in order."""
+        recorded after it, in one submit; writes staged or queued before go first, in order.
+        (The kit's own buffers are its alone: no other thread maps them.)"""
         assert isinstance(self.path, NativePath)  # (only the native path has kits)
         with self.lock:
             self.check()
             if self._remap or self._queued:
                 self.submit()
+            elif self.mapped:
+                self._wait_unmapped(None, ())
             pending, self._pending, self._pending_bytes = self._pending, [], 0
+            self._pending_uses = set()
             try:
                 self.path.call(c, pending, handles)
             except wgpu.GPUError as err:
@@ -369,63 +399,62 @@ class Runner:
             return None
         n = self.path
         ffi, lib = n.ffi, n.lib
-        with self.calls:
-            pipeline = self.programs.pipeline(_BARE_WGSL)
-            params, src, dst = self.programs.uniform(np.zeros(4, np.uint32)), self.memory.storage(16), self.memory.storage(16)
-            written, write = None, None  # the queue write's target, and its (target, host bytes, size)
-            if upload is not None:
-                written = self.memory.storage(upload.nbytes)
-                write = (written._internal, ffi.from_buffer(upload), upload.nbytes)
-            in_place = self.in_place
-            staging = self.memory.create(16, READABLE if in_place else MAP_READ)
-            group = self.programs.bind(params, src, staging if in_place else dst)
-            self.flush()
-            done = [False]
+        pipeline = self.programs.pipeline(_BARE_WGSL)
+        params, src, dst = self.programs.uniform(np.zeros(4, np.uint32)), self.memory.storage(16), self.memory.storage(16)
+        written, write = None, None  # the queue write's target, and its (target, host bytes, size)
+        if upload is not None:
+            written = self.memory.storage(upload.nbytes)
+            write = (written._internal, ffi.from_buffer(upload), upload.nbytes)
+        in_place = self.in_place
+        staging = self.memory.create(16, READABLE if in_place else MAP_READ)
+        group = self.programs.bind(params, src, staging if in_place else dst)
+        self.flush()
+        done = [False]
 
-            @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
-            def mapped(status, message, userdata1, userdata2):
-                done[0] = True
+        @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+        def mapped(status, message, userdata1, userdata2):
+            done[0] = True
 
-            info = ffi.new("WGPUBufferMapCallbackInfo *")
-            info.mode, info.callback = lib.WGPUCallbackMode_AllowProcessEvents, mapped
-            buffers = ffi.new("WGPUCommandBuffer[1]")
-            out = np.empty(16, np.uint8)
-            handles = (pipeline._internal, group._internal, dst._internal, staging._internal)
-            times = np.empty(calls)
-            try:
-                for i in range(calls):
-                    start = time.perf_counter()
-                    if write is not None:
-                        lib.wgpuQueueWriteBuffer(n.queue, write[0], 0, write[1], write[2])
-                    enc = lib.wgpuDeviceCreateCommandEncoder(n.handle, n.encoder_desc)
-                    compute = lib.wgpuCommandEncoderBeginComputePass(enc, n.pass_desc)
-                    lib.wgpuComputePassEncoderSetPipeline(compute, handles[0])
-                    lib.wgpuComputePassEncoderSetBindGroup(compute, 0, handles[1], 0, ffi.NULL)
-                    lib.wgpuComputePassEncoderDispatchWorkgroups(compute, 1, 1, 1)
-                    lib.wgpuComputePassEncoderEnd(compute)
-                    lib.wgpuComputePassEncoderRelease(compute)
-                    if not in_place:
-                        lib.wgpuCommandEncoderCopyBufferToBuffer(enc, handles[2], 0, handles[3], 0, 16)
-                    buffers[0] = lib.wgpuCommandEncoderFinish(enc, n.buffer_desc)
-                    lib.wgpuCommandEncoderRelease(enc)
-                    lib.wgpuQueueSubmit(n.queue, 1, buffers)
-                    lib.wgpuCommandBufferRelease(buffers[0])
-                    done[0] = False
-                    lib.wgpuBufferMapAsync(handles[3], lib.WGPUMapMode_Read, 0, 16, info[0])
-                    give_up = time.perf_counter() + n.spin_s
-                    while not done[0] and time.perf_counter() < give_up:
-                        lib.wgpuDevicePoll(n.handle, False, ffi.NULL)
-                    while not done[0]:
-                        lib.wgpuDevicePoll(n.handle, True, ffi.NULL)
-                    ffi.memmove(ffi.from_buffer(out), lib.wgpuBufferGetConstMappedRange(handles[3], 0, 16), 16)
-                    lib.wgpuBufferUnmap(handles[3])
-                    times[i] = time.perf_counter() - start
-            finally:
-                for buffer in (params, staging):
-                    self.memory.destroy(buffer)
-                for buffer in (src, dst, written):
-                    if buffer is not None:
-                        self.memory.free(buffer)
+        info = ffi.new("WGPUBufferMapCallbackInfo *")
+        info.mode, info.callback = lib.WGPUCallbackMode_AllowProcessEvents, mapped
+        buffers = ffi.new("WGPUCommandBuffer[1]")
+        out = np.empty(16, np.uint8)
+        handles = (pipeline._internal, group._internal, dst._internal, staging._internal)
+        times = np.empty(calls)
+        try:
+            for i in range(calls):
+                start = time.perf_counter()
+                if write is not None:
+                    lib.wgpuQueueWriteBuffer(n.queue, write[0], 0, write[1], write[2])
+                enc = lib.wgpuDeviceCreateCommandEncoder(n.handle, n.encoder_desc)
+                compute = lib.wgpuCommandEncoderBeginComputePass(enc, n.pass_desc)
+                lib.wgpuComputePassEncoderSetPipeline(compute, handles[0])
+                lib.wgpuComputePassEncoderSetBindGroup(compute, 0, handles[1], 0, ffi.NULL)
+                lib.wgpuComputePassEncoderDispatchWorkgroups(compute, 1, 1, 1)
+                lib.wgpuComputePassEncoderEnd(compute)
+                lib.wgpuComputePassEncoderRelease(compute)
+                if not in_place:
+                    lib.wgpuCommandEncoderCopyBufferToBuffer(enc, handles[2], 0, handles[3], 0, 16)
+                buffers[0] = lib.wgpuCommandEncoderFinish(enc, n.buffer_desc)
+                lib.wgpuCommandEncoderRelease(enc)
+                lib.wgpuQueueSubmit(n.queue, 1, buffers)
+                lib.wgpuCommandBufferRelease(buffers[0])
+                done[0] = False
+                lib.wgpuBufferMapAsync(handles[3], lib.WGPUMapMode_Read, 0, 16, info[0])
+                give_up = time.perf_counter() + n.spin_s
+                while not done[0] and time.perf_counter() < give_up:
+                    lib.wgpuDevicePoll(n.handle, False, ffi.NULL)
+                while not done[0]:
+                    lib.wgpuDevicePoll(n.handle, True, ffi.NULL)
+                ffi.memmove(ffi.from_buffer(out), lib.wgpuBufferGetConstMappedRange(handles[3], 0, 16), 16)
+                lib.wgpuBufferUnmap(handles[3])
+                times[i] = time.perf_counter() - start
+        finally:
+            for buffer in (params, staging):
+                self.memory.destroy(buffer)
+            for buffer in (src, dst, written):
+                if buffer is not None:
+                    self.memory.free(buffer)
         return times
 
 
@@ -434,7 +463,7 @@ class Runner:
 
         The timestamps bracket the passes and the clear of the output, if any.
         """
-        with interrupts_held(), self.calls:
+        with interrupts_held():
             return self._gpu_times(steps, clear, repeats)
 
     def _gpu_times(self, steps, clear, repeats: int) -> np.ndarray:

@@ -194,7 +194,7 @@ class Transfers:
 
     def upload(self, buffer, raw: np.ndarray, offset: int = 0, on_chunk: Callable[[int], Any] | None = None) -> None:
         """Stream the bytes ``raw`` into ``buffer`` (see ``_upload``), Ctrl-C held back meanwhile."""
-        with interrupts_held(), self.runner.calls:
+        with interrupts_held():
             self._upload(buffer, raw, offset, on_chunk)
 
     def _upload(self, buffer, raw: np.ndarray, offset: int = 0, on_chunk: Callable[[int], Any] | None = None) -> None:
@@ -227,7 +227,7 @@ class Transfers:
                     path.unmap(m)
                     entry[1] = None
                     copy = (staging, 0, buffer, offset + start, word_size(size))
-                    runner.submit([runner.encode((), copies=[copy])])
+                    runner.submit([runner.encode((), copies=[copy])], uses=(buffer,))
                     entry[1] = path.new_map(staging, chunk)
                     path.start_map(entry[1], write=True)
                     if on_chunk is not None:
@@ -245,7 +245,7 @@ class Transfers:
         after all recorded work: small reads through one staging buffer (one submit, one map),
         or the buffer itself where it is readable; large ones streamed through the MAP_READ
         ring. Ctrl-C is held back meanwhile."""
-        with interrupts_held(), self.runner.calls:
+        with interrupts_held():
             return self._read_into(buffer, out, offset)
 
     def _read_into(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
@@ -269,29 +269,41 @@ class Transfers:
 
     def _read_in_place(self, buffer, out: np.ndarray) -> np.ndarray:
         """Read a buffer that passes wrote in mappable memory (``Memory.storage(readable=True)``)
-        through a map of its own: no copy into staging. Submit, wait and unmap all happen
-        under the lock, so that no other submit uses the buffer while it is mapped (wgpu-native
-        aborts the process on one). On the H100 a dispatch writing its 16 bytes straight into
-        mapped memory took 45-49 us a round trip against 54-59 with a copy into staging."""
+        through a map of its own: no copy into staging. From the submit that starts the map to
+        the unmap the buffer is in ``runner.mapped``, so that no other submit uses it meanwhile
+        (wgpu-native aborts the process on one; such a submit waits, others go ahead), and
+        another read of it waits its turn; the wait itself holds no lock. On the H100 a
+        dispatch writing its 16 bytes straight into mapped memory took 45-49 us a round trip
+        against 54-59 with a copy into staging."""
         runner, n = self.runner, self.runner.path
         assert isinstance(n, NativePath)  # (a readable buffer needs in_place, which needs it)
         with runner.lock:
             runner.check()
+            while buffer in runner.mapped:  # another thread reads it now
+                runner.unmapped.wait()
+                runner.check()
             m = self._read_maps.get(buffer)
             if m is None:  # (it holds the handle, not the buffer, which may go with its tensor)
                 m = self._read_maps[buffer] = n.new_map(Handle(buffer._internal), buffer.size)
             if m.call is not None:
                 m.call[0].ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
-            try:
-                n.wait(m, runner.submit(read=(buffer, 0, m)))
-                n.drain(m, out)
-            except BaseException as err:
-                # Once submitted, the buffer (its tensor's) may be mid-map or mapped: it can
-                # be neither destroyed nor used again, so the device is taken as lost.
+            ticket = runner.submit(read=(buffer, 0, m))
+            runner.mapped.add(buffer)
+        try:
+            n.wait(m, ticket)
+            n.drain(m, out)
+        except BaseException as err:
+            # Once submitted, the buffer (its tensor's) may be mid-map or mapped: it can be
+            # neither destroyed nor used again, so the device is taken as lost.
+            with runner.lock:
                 if m.call is not None and m.call[0].ticket != 0:
                     self._read_maps.pop(buffer, None)
                     runner.lose(f"a read failed with its buffer mapped: {err!r}")
-                raise
+            raise
+        finally:
+            with runner.lock:
+                runner.mapped.discard(buffer)
+                runner.unmapped.notify_all()
         return out
 
     def _finish_read(self, m, ticket, out: np.ndarray) -> None:
