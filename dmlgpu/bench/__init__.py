@@ -19,13 +19,16 @@ How it measures (shared/PERFORMANCE.md, "How to measure"):
 
 The modules, in the order a run uses them:
 
+- ``run``: ``main`` (what ``dmlgpu bench`` runs) and ``Bench``, the run's state, which hands
+  each case to the module of its kind (``gpu_cases``, ``transfers``).
 - ``cases``: the suites as data (``benchmarks/suites/<name>.json``, shipped as the package
   ``dmlgpu.suites``), and each case's random input.
-- ``ceilings``: the ceiling kernels, and the warm-up.
 - ``peers``: torch and CuPy on the same data.
+- ``ceilings``: the ceiling kernels, and the warm-up.
+- ``gpu_cases``: a "gpu" case, ours beside the ceiling and the peers, and its wall times.
+- ``transfers``: the "numpy" and "loop" cases, the host's side of a call.
 - ``timing``: interleaved rounds, wall-clock timers, the floor of a small call, medians and
-  percentiles.
-- ``run``: ``main`` (what ``dmlgpu bench`` runs) and ``Bench``, one case at a time.
+  percentiles (and, when they move here, the runner's timers the bench alone uses).
 - ``report``: the text lines, the JSON report and the plot.
 """
 
@@ -33,8 +36,9 @@ from .cases import OPS, Case, Suite, host_data, load_suite
 from .ceilings import CEILING_MAX_GROUPS, CEILING_WG, COPY_CEILING_UNROLL, Ceiling, warm_up
 from .peers import CupyPeer, TorchPeer, find_peers
 from .report import header, line, plot, report_header, write_json
-from .run import LOOP_CALLS, Bench, main
+from .run import Bench, main
 from .timing import FloorTimer, call_timer, interleaved, interleaved_walls, native_floor_timer
+from .transfers import LOOP_CALLS
 
 __all__ = [
     "CEILING_MAX_GROUPS", "CEILING_WG", "COPY_CEILING_UNROLL", "LOOP_CALLS", "OPS", "Bench", "Case", "Ceiling",
