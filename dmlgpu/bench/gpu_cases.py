@@ -5,7 +5,7 @@ against the oracle; then, for small inputs and latency cases, the wall time of w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -15,7 +15,8 @@ from ..tensor import Tensor
 from ..errors import DescriptorError
 from .cases import Case
 from .ceilings import Ceiling
-from .timing import FloorTimer, call_timer, interleaved, interleaved_walls, median, native_floor_timer, percentiles
+from .timing import (FloorTimer, Timer, call_timer, interleaved, interleaved_walls, median, native_floor_timer,
+                     percentiles)
 
 if TYPE_CHECKING:
     from .run import Bench
@@ -31,6 +32,9 @@ LATENCY_MAX_CALLS = 2000
 #: Without --repeats, fewer repetitions when one dispatch is slow: about this many GPU
 #: seconds per variant and case (at least 3 repetitions).
 VARIANT_BUDGET_S = 2.0
+
+#: A peer's copy of the input on its device, and its call of the case on that copy.
+PeerData = tuple[Any, Callable[[], Any]]
 
 
 def _plan_summary(plan) -> dict:
@@ -60,7 +64,9 @@ def run(bench: Bench, case: Case) -> dict:
     result["bytes"] = nbytes
 
     x = bench.host(case)
-    buffers, variants, peer_data = [], {}, {}
+    buffers = []
+    variants: dict[str, Timer] = {}
+    peer_data: dict[str, PeerData] = {}
     try:
         # (Memory.storage rounds each size up to whole 16-byte quads: runtime.memory.bound_size)
         src = bench.runner.memory.storage(red.input.total_tensor_size_in_bytes)
@@ -98,7 +104,8 @@ def run(bench: Bench, case: Case) -> dict:
     return result
 
 
-def _add_peers(peers: list, case: Case, x: np.ndarray, variants: dict, first: dict, peer_data: dict) -> dict:
+def _add_peers(peers: list, case: Case, x: np.ndarray, variants: dict[str, Timer], first: dict[str, np.ndarray],
+               peer_data: dict[str, PeerData]) -> dict[str, dict[str, str]]:
     """Each peer's variant on its own copy of ``x``, run twice untimed like ours (into
     ``first``), its data and call kept in ``peer_data``; returns the errors of the peers that
     cannot run the case, by name."""
@@ -107,13 +114,18 @@ def _add_peers(peers: list, case: Case, x: np.ndarray, variants: dict, first: di
         try:
             data = peer.upload(x)
             fn = peer.op(case, data)
-            variant = variants[peer.name] = lambda n, peer=peer, fn=fn: peer.gpu_times(fn, n)
+            variant = variants[peer.name] = _peer_timer(peer, fn)
             first[peer.name] = variant(2)
             peer_data[peer.name] = (data, fn)
         except Exception as err:  # a peer that cannot do a case must not lose ours
             variants.pop(peer.name, None)
             peer_errors[peer.name] = {"error": f"{type(err).__name__}: {err}"}
     return peer_errors
+
+
+def _peer_timer(peer, fn: Callable[[], Any]) -> Timer:
+    """A timer of the peer's GPU time of ``fn`` (CUDA events)."""
+    return lambda count: peer.gpu_times(fn, count)
 
 
 def _repeats(bench: Bench, first: dict) -> int:
@@ -150,7 +162,8 @@ def _figures(result: dict, samples: dict, nbytes: int, ceiling: Ceiling, peer_er
                                       "gpu_samples_s": samples[peer.name].tolist()}
 
 
-def _end_to_end(bench: Bench, case: Case, x: np.ndarray, inp, result: dict, peers: list, peer_data: dict) -> None:
+def _end_to_end(bench: Bench, case: Case, x: np.ndarray, inp, result: dict, peers: list,
+                peer_data: dict[str, PeerData]) -> None:
     """Wall times of whole calls: NumPy in and out, beside the peers'; for latency cases
     also a GPU-resident input with the result read back to NumPy, p50 and p99 of many
     calls, the bare floor of a dispatch and read-back through the same runner and

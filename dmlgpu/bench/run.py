@@ -14,6 +14,7 @@ from . import gpu_cases, transfers
 from .cases import Case, Suite, host_data, load_suite
 from .ceilings import warm_up
 from .peers import find_peers
+from ..types import DataType
 from .report import header, line, plot, report_header, write_json
 
 
@@ -27,17 +28,15 @@ class Bench:
         self.repeats = repeats
         self.peers = peers
         self.rng = np.random.default_rng(0)
-        self._host_key = None
-        self._host = None
+        self._host: tuple[tuple[DataType, int], np.ndarray] | None = None  # (type and size, data)
 
     def host(self, case: Case) -> np.ndarray:
         """Random data for a case, generated once and reused by cases of the same type and size."""
         key = (case.dtype, math.prod(case.shape))
-        if key != self._host_key:
+        if self._host is None or self._host[0] != key:
             self._host = None  # free the last one first
-            self._host = host_data(case, self.rng).reshape(-1)
-            self._host_key = key
-        return self._host.reshape(case.shape)
+            self._host = (key, host_data(case, self.rng).reshape(-1))
+        return self._host[1].reshape(case.shape)
 
     def run_case(self, case: Case) -> dict:
         """A case of kind "gpu" (``gpu_cases.run``)."""

@@ -20,8 +20,12 @@ from .ceilings import Ceiling
 #: Timed rounds per case; the variants take turns within each round.
 ROUNDS = 5
 
+#: What ``interleaved`` times: ``timer(count)`` takes ``count`` samples and returns their
+#: seconds (``Runner.gpu_times``, ``Ceiling.gpu_times``, a ``call_timer``, a ``FloorTimer``).
+Timer = Callable[[int], np.ndarray]
 
-def interleaved(variants: dict[str, Callable[[int], np.ndarray]], repeats) -> dict[str, np.ndarray]:
+
+def interleaved(variants: dict[str, Timer], repeats) -> dict[str, np.ndarray]:
     """Time the variants in rounds, taking turns (the order rotates each round), ``repeats``
     samples each (an int, or a dict of them by name); ``variants`` maps a name to a function
     that takes ``count`` samples (``gpu_times(count)``, a ``call_timer``)."""
@@ -46,7 +50,7 @@ def percentiles(times: np.ndarray) -> dict:
     return {"p50_s": float(np.percentile(times, 50)), "p99_s": float(np.percentile(times, 99)), "calls": len(times)}
 
 
-def interleaved_walls(timers: dict[str, Callable[[int], np.ndarray]], budget_s: float, most: int) -> dict:
+def interleaved_walls(timers: dict[str, Timer], budget_s: float, most: int) -> dict:
     """Wall seconds of calls of each timer, sampled in interleaved rounds (``interleaved``),
     so that a spell of a slow host falls on all of them alike; ``timers`` maps a name to
     ``timer(count)``, which times ``count`` calls and returns their seconds. Each gets as many
@@ -56,7 +60,7 @@ def interleaved_walls(timers: dict[str, Callable[[int], np.ndarray]], budget_s: 
     return interleaved(timers, counts)
 
 
-def call_timer(fn: Callable) -> Callable[[int], np.ndarray]:
+def call_timer(fn: Callable) -> Timer:
     """A timer for ``interleaved_walls``: the wall seconds of each of ``count`` calls of ``fn``."""
 
     def timer(count: int) -> np.ndarray:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -82,12 +82,12 @@ def run(bench: Bench, case: Case) -> dict:
     return result
 
 
-def _walls_in_turn(calls: dict) -> dict:
+def _walls_in_turn(calls: dict[str, Callable[[], object]]) -> dict[str, list[float]]:
     """Each call once untimed (it compiles, allocates, warms the paths), then wall seconds of
     one call each in TRANSFER_ROUNDS rounds, taking turns (the order rotates each round)."""
     for fn in calls.values():
         fn()
-    samples = {name: [] for name in calls}
+    samples: dict[str, list[float]] = {name: [] for name in calls}
     for r in range(TRANSFER_ROUNDS):
         names = list(calls)
         for name in names[r % len(names):] + names[:r % len(names)]:
