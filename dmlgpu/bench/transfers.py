@@ -14,7 +14,7 @@ import numpy as np
 from .. import oracle
 from ..runtime.transfers import copy_in_parts
 from .cases import Case
-from .timing import median
+from .timing import call_timer, interleaved, median
 
 if TYPE_CHECKING:
     from .run import Bench
@@ -83,18 +83,13 @@ def run(bench: Bench, case: Case) -> dict:
 
 
 def _walls_in_turn(calls: dict[str, Callable[[], object]]) -> dict[str, list[float]]:
-    """Each call once untimed (it compiles, allocates, warms the paths), then wall seconds of
-    one call each in TRANSFER_ROUNDS rounds, taking turns (the order rotates each round)."""
+    """Each call once untimed (it compiles, allocates, warms the paths), then the wall seconds
+    of TRANSFER_ROUNDS calls of each in interleaved rounds, one call a turn (``interleaved``:
+    while TRANSFER_ROUNDS is at most its ROUNDS)."""
     for fn in calls.values():
         fn()
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for r in range(TRANSFER_ROUNDS):
-        names = list(calls)
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            start = time.perf_counter()
-            calls[name]()
-            samples[name].append(time.perf_counter() - start)
-    return samples
+    walls = interleaved({name: call_timer(fn) for name, fn in calls.items()}, TRANSFER_ROUNDS)
+    return {name: w.tolist() for name, w in walls.items()}
 
 
 def _loop(bench: Bench, case: Case, x: np.ndarray, want: np.ndarray, result: dict) -> dict:
