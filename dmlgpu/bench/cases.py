@@ -35,7 +35,7 @@ class Case:
 
     _KEYS = ("name", "op", "dtype", "shape", "axes", "latency", "note", "kind")
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.kind not in ("gpu", "numpy", "loop"):
             raise ValueError(f"case {self.name!r}: kind is {self.kind!r}, but it must be gpu, numpy or loop")
         if self.op not in OPS:
@@ -51,13 +51,13 @@ class Case:
             raise ValueError(f"case {d.get('name')!r} has unknown keys {sorted(unknown)}; known: {', '.join(cls._KEYS)}")
         return cls(**d)
 
-    def descriptor(self):
+    def descriptor(self) -> ArgMaxOperatorDesc | ArgMinOperatorDesc | ActivationHardmax1OperatorDesc:
         """The operator descriptor (packed input, output inferred)."""
         inp = TensorDesc(self.dtype, self.shape)
         if self.op == "hardmax":
-            return ActivationHardmax1OperatorDesc(inp, None, self.axes)
+            return ActivationHardmax1OperatorDesc(inp, axes=self.axes)
         cls = ArgMaxOperatorDesc if self.op == "argmax" else ArgMinOperatorDesc
-        return cls(inp, None, self.axes)
+        return cls(inp, axes=self.axes)
 
     @property
     def kept(self) -> list[int]:

@@ -15,6 +15,7 @@ from ..tensor import Tensor
 from ..errors import DescriptorError
 from .cases import Case
 from .ceilings import Ceiling
+from .peers import Peer
 from .timing import (FloorTimer, Timer, call_timer, interleaved, interleaved_walls, median, native_floor_timer,
                      percentiles)
 
@@ -104,7 +105,7 @@ def run(bench: Bench, case: Case) -> dict:
     return result
 
 
-def _add_peers(peers: list, case: Case, x: np.ndarray, variants: dict[str, Timer], first: dict[str, np.ndarray],
+def _add_peers(peers: list[Peer], case: Case, x: np.ndarray, variants: dict[str, Timer], first: dict[str, np.ndarray],
                peer_data: dict[str, PeerData]) -> dict[str, dict[str, str]]:
     """Each peer's variant on its own copy of ``x``, run twice untimed like ours (into
     ``first``), its data and call kept in ``peer_data``; returns the errors of the peers that
@@ -123,7 +124,7 @@ def _add_peers(peers: list, case: Case, x: np.ndarray, variants: dict[str, Timer
     return peer_errors
 
 
-def _peer_timer(peer, fn: Callable[[], Any]) -> Timer:
+def _peer_timer(peer: Peer, fn: Callable[[], Any]) -> Timer:
     """A timer of the peer's GPU time of ``fn`` (CUDA events)."""
     return lambda count: peer.gpu_times(fn, count)
 
@@ -145,7 +146,8 @@ def _answer_is_right(case: Case, compiled, inp, out, x: np.ndarray) -> bool:
     return bool(got.shape == want.shape and np.array_equal(got, want.astype(got.dtype)))
 
 
-def _figures(result: dict, samples: dict, nbytes: int, ceiling: Ceiling, peer_errors: dict, live: list) -> None:
+def _figures(result: dict, samples: dict[str, np.ndarray], nbytes: int, ceiling: Ceiling, peer_errors: dict,
+             live: list[Peer]) -> None:
     """Our GPU time, the ceiling's and the live peers' from their samples, into ``result``."""
     ours_s = median(samples["ours"])
     result.update(gpu_s=ours_s, gpu_min_s=float(samples["ours"].min()), gbps=nbytes / ours_s / 1e9,
@@ -162,7 +164,7 @@ def _figures(result: dict, samples: dict, nbytes: int, ceiling: Ceiling, peer_er
                                       "gpu_samples_s": samples[peer.name].tolist()}
 
 
-def _end_to_end(bench: Bench, case: Case, x: np.ndarray, inp, result: dict, peers: list,
+def _end_to_end(bench: Bench, case: Case, x: np.ndarray, inp, result: dict, peers: list[Peer],
                 peer_data: dict[str, PeerData]) -> None:
     """Wall times of whole calls: NumPy in and out, beside the peers'; for latency cases
     also a GPU-resident input with the result read back to NumPy, p50 and p99 of many

@@ -1,23 +1,48 @@
 """The peers: torch and CuPy on CUDA, run on the same data as ours and timed with CUDA events;
-``find_peers`` returns those that can run here (none on a machine without CUDA)."""
+``find_peers`` returns those that can run here (none on a machine without CUDA). ``Peer`` says
+what the bench asks of one: another peer is a class that fills it in, added to ``find_peers``."""
 
 from __future__ import annotations
 
 import math
 import os
-from typing import Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from .cases import Case
 from .timing import median
 
+class Peer(Protocol):
+    """What the bench asks of a peer: its name, version and device for the report, and the
+    case's operator on the peer's own copy of the input, timed on its device."""
+
+    name: str
+    version: str
+    device_name: str
+
+    def upload(self, x: np.ndarray) -> Any:
+        """``x`` on the peer's device."""
+
+    def op(self, case: Case, x: Any) -> Callable[[], Any]:
+        """The case's operator on the uploaded ``x``, as a call."""
+
+    def gpu_times(self, fn: Callable[[], Any], repeats: int) -> np.ndarray:
+        """Seconds of GPU time of each of ``repeats`` calls of ``fn``."""
+
+    def to_numpy(self, result: Any) -> np.ndarray:
+        """A result of ``op``'s call, read back to NumPy."""
+
+    def release(self) -> None:
+        """Wait for the device and give back the memory the peer's pool keeps."""
+
+
 class TorchPeer:
     """torch on CUDA: the same data, timed with CUDA events."""
 
     name = "torch"
 
-    def __init__(self):
+    def __init__(self) -> None:
         import torch
 
         if not torch.cuda.is_available():
@@ -100,7 +125,7 @@ class CupyPeer:
 
     name = "cupy"
 
-    def __init__(self):
+    def __init__(self) -> None:
         # As a CuPy user who cares about speed runs it: with CUB's reductions, unless the
         # environment says otherwise (read when CuPy is imported).
         os.environ.setdefault("CUPY_ACCELERATORS", "cub")
@@ -156,9 +181,9 @@ class CupyPeer:
         self.cupy.get_default_memory_pool().free_all_blocks()
 
 
-def find_peers() -> list:
+def find_peers() -> list[Peer]:
     """The peers that can run here: torch with CUDA, CuPy with a device."""
-    peers = []
+    peers: list[Peer] = []
     for cls in (TorchPeer, CupyPeer):
         try:
             peers.append(cls())

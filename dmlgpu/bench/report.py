@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .cases import Case, Suite
+from .peers import Peer
 
 
 def _fmt_time(s) -> str:
@@ -30,14 +31,14 @@ def _fmt_gbps(g) -> str:
     return f"{g:.0f}" if g >= 100 else f"{g:.1f}" if g >= 10 else f"{g:.2f}"
 
 
-def header(peers: list) -> str:
+def header(peers: list[Peer]) -> str:
     cols = f"{'case':<14} {'what':<34} {'ours GPU':>10} {'e2e':>10} {'GB/s':>7} {'% ceil':>7} {'ceil GB/s':>9}"
     for peer in peers:
         cols += f" {peer.name + ' GB/s':>11} {'x ' + peer.name:>9}"
     return cols
 
 
-def line(result: dict, peers: list) -> str:
+def line(result: dict, peers: list[Peer]) -> str:
     head = f"{result['name']:<14} {Case.from_json({k: result[k] for k in Case._KEYS}).label:<34}"
     if result["status"] != "ok":
         return f"{head} {result['status']}: {result.get('reason', '')}"
@@ -94,7 +95,7 @@ def _commit() -> str | None:
         return None
 
 
-def report_header(device, suite: Suite, peers: list) -> dict:
+def report_header(device, suite: Suite, peers: list[Peer]) -> dict:
     import dmlgpu
     from ..runtime.adapters import wgpu_version
 

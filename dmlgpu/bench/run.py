@@ -13,7 +13,7 @@ import numpy as np
 from . import gpu_cases, transfers
 from .cases import Case, Suite, host_data, load_suite
 from .ceilings import warm_up
-from .peers import find_peers
+from .peers import Peer, TorchPeer, find_peers
 from ..types import DataType
 from .report import header, line, plot, report_header, write_json
 
@@ -21,7 +21,7 @@ from .report import header, line, plot, report_header, write_json
 class Bench:
     """One run: the device, the suite, the peers and the host data cache; ``main`` keeps the results."""
 
-    def __init__(self, device, suite: Suite, repeats: int | None, peers: list):
+    def __init__(self, device, suite: Suite, repeats: int | None, peers: list[Peer]):
         self.device = device
         self.runner = device.runner
         self.suite = suite
@@ -74,7 +74,7 @@ def main(device, args) -> int:
     warm_bytes = max(math.prod(c.shape) * c.dtype.size for c in cases)
     print(f"warm-up: {warm_up(device.runner, min(warm_bytes, 256 << 20), suite.warmup_s)} reads in {suite.warmup_s} s",
           file=sys.stderr)
-    torch = next((p for p in peers if p.name == "torch"), None)
+    torch = next((p for p in peers if isinstance(p, TorchPeer)), None)
     if torch is not None:  # the physical references the ceilings should match, on this GPU
         report["references"] = torch.references(min(warm_bytes, 1 << 30))
         print("torch references (GB/s): " + ", ".join(f"{k} {v:.0f}" for k, v in report["references"].items()),

@@ -14,6 +14,7 @@ import numpy as np
 from .. import oracle
 from ..runtime.transfers import copy_in_parts
 from .cases import Case
+from .peers import TorchPeer
 from .timing import call_timer, interleaved, median
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def run(bench: Bench, case: Case) -> dict:
     result["correct"] = bool(np.array_equal(got, want.astype(got.dtype)))
     del got
     calls = {"ours": lambda: op(x, case.axes, device=bench.device), "numpy": lambda: _numpy_op(case, x)}
-    torch = next((p for p in bench.peers if p.name == "torch"), None)
+    torch = next((p for p in bench.peers if isinstance(p, TorchPeer)), None)
     if torch is not None:
         calls["torch_pageable"] = torch.pageable(case, x)
 
