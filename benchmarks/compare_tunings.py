@@ -11,8 +11,8 @@ figures from one run.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
-import sys
 
 import numpy as np
 
@@ -93,4 +93,8 @@ def main(specs: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("specs", nargs="*", metavar="SPEC",
+                        help='a tuning: comma-separated dmlgpu.plan.Tuning fields name=value ("" is the default '
+                             'tuning); or cases=NAME,... to run only those cases of the full suite')
+    main(parser.parse_args().specs)

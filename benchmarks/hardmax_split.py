@@ -16,6 +16,8 @@ several grids, and torch's ``copy_`` of them where torch is importable: what a c
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 
 import dmlgpu
@@ -73,3 +75,8 @@ def main() -> None:
     for k, v in times.items():
         t = float(np.median(v))
         print(f"{k:26} {t * 1e6:8.1f} us  {nbytes / t / 1e9:6.0f} GB/s")
+
+
+if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # no options: --help only
+    main()

@@ -1,0 +1,103 @@
+"""One run of ``dmlgpu bench``: ``main`` (the CLI's entry point: the suite, the warm-up, one
+line per case, the JSON report and the plot) and ``Bench``, the run's state (the device, the
+peers, the host data), which hands each case to the module of its kind: ``gpu_cases`` for "gpu",
+``transfers`` for "numpy" and "loop"."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from . import gpu_cases, transfers
+from .cases import Case, Suite, host_data, load_suite
+from .ceilings import warm_up
+from .peers import Peer, TorchPeer, find_peers
+from ..types import DataType
+from .report import header, line, plot, report_header, write_json
+
+
+class Bench:
+    """One run: the device, the suite, the peers and the host data cache; ``main`` keeps the results."""
+
+    def __init__(self, device, suite: Suite, repeats: int | None, peers: list[Peer]):
+        self.device = device
+        self.runner = device.runner
+        self.suite = suite
+        self.repeats = repeats
+        self.peers = peers
+        self.rng = np.random.default_rng(0)
+        self._host: tuple[tuple[DataType, int], np.ndarray] | None = None  # (type and size, data)
+
+    def host(self, case: Case) -> np.ndarray:
+        """Random data for a case, generated once and reused by cases of the same type and size."""
+        key = (case.dtype, math.prod(case.shape))
+        if self._host is None or self._host[0] != key:
+            self._host = None  # free the last one first
+            self._host = (key, host_data(case, self.rng).reshape(-1))
+        return self._host[1].reshape(case.shape)
+
+    def run_case(self, case: Case) -> dict:
+        """A case of kind "gpu" (``gpu_cases.run``)."""
+        return gpu_cases.run(self, case)
+
+    def run_transfer(self, case: Case) -> dict:
+        """A case of kind "numpy" or "loop" (``transfers.run``)."""
+        return transfers.run(self, case)
+
+
+def main(device, args) -> int:
+    """``dmlgpu bench``: 0 when every case ran (or was skipped) and answered right, 1 if any
+    was wrong or failed, 2 for a bad request (no such case, --plot without matplotlib)."""
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("dmlgpu bench: --plot needs matplotlib, which is not importable here "
+                  "(pip install matplotlib); nothing was run", file=sys.stderr)
+            return 2
+    suite = load_suite("quick" if args.quick else "full")
+    cases = [c for c in suite.cases if not args.case or any(s in c.name for s in args.case)]
+    if not cases:
+        print(f"dmlgpu bench: no case of the {suite.name} suite matches {args.case}; cases: "
+              f"{', '.join(c.name for c in suite.cases)}", file=sys.stderr)
+        return 2
+    if args.repeats is not None and args.repeats < 1:
+        print(f"dmlgpu bench: --repeats is {args.repeats}, but it must be at least 1", file=sys.stderr)
+        return 2
+
+    peers = find_peers()
+    report = report_header(device, suite, peers)
+    print(f"dmlgpu {report['dmlgpu_version']} bench, {suite.name} suite, on {device.name} ({device.runner.backend}); "
+          f"peers: {', '.join(f'{p.name} {p.version} on {p.device_name}' for p in peers) or 'none importable'}", flush=True)
+    warm_bytes = max(math.prod(c.shape) * c.dtype.size for c in cases)
+    print(f"warm-up: {warm_up(device.runner, min(warm_bytes, 256 << 20), suite.warmup_s)} reads in {suite.warmup_s} s",
+          file=sys.stderr)
+    torch = next((p for p in peers if isinstance(p, TorchPeer)), None)
+    if torch is not None:  # the physical references the ceilings should match, on this GPU
+        report["references"] = torch.references(min(warm_bytes, 1 << 30))
+        print("torch references (GB/s): " + ", ".join(f"{k} {v:.0f}" for k, v in report["references"].items()),
+              flush=True)
+    print(header(peers), flush=True)
+    bench = Bench(device, suite, args.repeats, peers)
+    failed = 0
+    for i, case in enumerate(cases, 1):
+        print(f"[{i}/{len(cases)}] {case.name} ...", file=sys.stderr, flush=True)
+        try:
+            result = bench.run_case(case) if case.kind == "gpu" else bench.run_transfer(case)
+        except Exception as err:  # report and go on: one broken case must not hide the others
+            result = {**case.to_json(), "status": "error", "reason": f"{type(err).__name__}: {err}"}
+        failed += result["status"] == "error" or result.get("correct") is False
+        report["results"].append(result)
+        print(line(result, peers), flush=True)
+        if args.json:
+            write_json(report, args.json)  # after every case, so a crash keeps what ran
+    counts = {s: sum(r["status"] == s for r in report["results"]) for s in ("ok", "skipped", "error")}
+    wrong = sum(r.get("correct") is False for r in report["results"])
+    print(f"{counts['ok']} ran ({wrong} wrong), {counts['skipped']} skipped, {counts['error']} failed"
+          + (f"; results in {args.json}" if args.json else ""))
+    if args.plot:
+        plot(report, args.plot)
+        print(f"plot in {args.plot}")
+    return 1 if failed else 0
