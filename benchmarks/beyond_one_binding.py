@@ -25,6 +25,7 @@ import numpy as np
 import dmlgpu
 from dmlgpu.bench import warm_up
 from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
+from dmlgpu.bench.gpu_timers import operator_gpu_times
 
 
 def timed(op, source, out, repeats=5) -> float:
@@ -32,7 +33,7 @@ def timed(op, source, out, repeats=5) -> float:
     leave the GPU idle long enough for its clock to drop (an unwarmed first run of
     (7000, 75000) rows measured 560 GB/s, a warmed one 2780)."""
     warm_up(op.device.runner, 256 << 20, 0.5)
-    return float(np.median(op.gpu_times(source, out, repeats)))
+    return float(np.median(operator_gpu_times(op, source, out, repeats)))
 
 
 def report(name: str, ok: bool, op, seconds: float, nbytes: int) -> bool:

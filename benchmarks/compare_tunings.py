@@ -20,6 +20,7 @@ import dmlgpu
 from dmlgpu import oracle
 from dmlgpu.bench import Ceiling, find_peers, host_data, load_suite, warm_up
 from dmlgpu.plan import Tuning
+from dmlgpu.bench.gpu_timers import operator_gpu_times
 
 
 def parse(spec: str) -> Tuning:
@@ -58,7 +59,7 @@ def main(specs: list[str]) -> None:
         for name, device in devices.items():
             compiled = device.compile(case.descriptor())
             source, result = device.upload(x, compiled.input_desc), device.empty(compiled.output_desc)
-            compiled.gpu_times(source, result, 2)
+            operator_gpu_times(compiled, source, result, 2)
             runs[name] = (compiled, source, result)
         compiled, source, result = runs[next(iter(runs))]
         ceiling = None if case.latency else Ceiling(first.runner, "copy" if case.op == "hardmax" else "read",
@@ -67,7 +68,7 @@ def main(specs: list[str]) -> None:
         times = {name: [] for name in [*runs, "ceiling", "torch"]}
         for _ in range(5):
             for name, (c, s, r) in runs.items():
-                times[name].append(np.median(c.gpu_times(s, r, 3)))
+                times[name].append(np.median(operator_gpu_times(c, s, r, 3)))
             if ceiling:
                 times["ceiling"].append(np.median(ceiling.gpu_times(3)))
             if peer:

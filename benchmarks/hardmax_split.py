@@ -23,6 +23,7 @@ import numpy as np
 import dmlgpu
 from dmlgpu.bench import COPY_CEILING_UNROLL, find_peers, host_data, load_suite, warm_up
 from dmlgpu.wgsl import template, unroll
+from dmlgpu.bench.gpu_timers import gpu_times, operator_gpu_times
 
 #: The copy ceiling's kernel (shaders/copy_ceiling.wgsl) with its loads replaced by zeros:
 #: its stores alone.
@@ -50,22 +51,22 @@ def main() -> None:
         pipeline = runner.programs.pipeline(unroll(f"const UNROLL: u32 = {per_step}u;\n" + WRITE))
         for groups in (1056, 4224, 16384, 65535):
             steps = [(pipeline, runner.programs.bind(count, src._buffer, target), (groups, 1, 1))]
-            variants[f"write x{per_step}, {groups} groups"] = lambda s=steps: np.median(runner.gpu_times(s, repeats=5))
+            variants[f"write x{per_step}, {groups} groups"] = lambda s=steps: np.median(gpu_times(runner, s, repeats=5))
     nothing = runner.programs.uniform(np.zeros(4, np.uint32))
     one = [(runner.programs.pipeline(unroll("const UNROLL: u32 = 1u;\n" + WRITE)), runner.programs.bind(nothing, src._buffer, target),
             (1, 1, 1))]
-    variants["clear_buffer"] = lambda: np.median(runner.gpu_times(one, clear=[target], repeats=5))
+    variants["clear_buffer"] = lambda: np.median(gpu_times(runner, one, clear=[target], repeats=5))
     copy = runner.programs.pipeline(unroll(f"const UNROLL: u32 = {COPY_CEILING_UNROLL}u;\n" + template("copy_ceiling")))
     for groups in (4096, 16384, 65535):
         steps = [(copy, runner.programs.bind(count, src._buffer, target), (groups, 1, 1))]
-        variants[f"copy ceiling, {groups} groups"] = lambda s=steps: np.median(runner.gpu_times(s, repeats=5))
+        variants[f"copy ceiling, {groups} groups"] = lambda s=steps: np.median(gpu_times(runner, s, repeats=5))
     torch = next((p for p in find_peers() if p.name == "torch"), None)  # the bench's timing of torch
     if torch is not None:
         x_t = torch.torch.empty(nbytes // 4, device="cuda")
         y_t = torch.torch.empty_like(x_t)
         variants["torch copy_"] = lambda: np.median(torch.gpu_times(lambda: y_t.copy_(x_t), 5))
-    variants["our HARDMAX"] = lambda: np.median(hardmax.gpu_times(src, out, 5))
-    variants["our ARGMAX (reads only)"] = lambda: np.median(argmax.gpu_times(src, indices, 5))
+    variants["our HARDMAX"] = lambda: np.median(operator_gpu_times(hardmax, src, out, 5))
+    variants["our ARGMAX (reads only)"] = lambda: np.median(operator_gpu_times(argmax, src, indices, 5))
     times: dict[str, list] = {k: [] for k in variants}
     for _ in range(5):
         for k, fn in variants.items():

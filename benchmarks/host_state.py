@@ -14,7 +14,7 @@ that makes it (default: fresh,big,free,trim,sleep,torch,cupy,threads,fresh):
 Each state prints p50 us of the NumPy call's kit steps one by one (``dmlgpu/runtime/_hot.c`` behind
 each: waiting for the upload staging, the copy into it, record + submit, waiting for the
 result, the copy out), of the NumPy call and the resident call through the API, and of the
-bare wgpu-native round trip (``Runner.bare_round_trips``); then per call, from ``getrusage``,
+bare wgpu-native round trip (``dmlgpu.bench.gpu_timers.bare_round_trips``); then per call, from ``getrusage``,
 minor and major page faults and voluntary and involuntary context switches of each. First,
 a host-to-host ``np.copyto`` of the row's bytes, beside which to read the copy into staging.
 """
@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 import dmlgpu
+from dmlgpu.bench.gpu_timers import bare_round_trips
 
 STATES = ("fresh", "big", "free", "trim", "upload", "call", "sleep", "threads", "torch", "cupy")
 
@@ -102,7 +103,7 @@ def main() -> None:
             r.release()
             res.append((clock() - t0) / 1e3)
         u3 = usage()
-        bare = runner.bare_round_trips(args.calls)
+        bare = bare_round_trips(runner, args.calls)
         u4 = usage()
 
         def per(d):

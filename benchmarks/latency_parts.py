@@ -3,7 +3,7 @@
     python benchmarks/latency_parts.py [--calls 1000] [--rows 1] [--width 151936]
 
 On the default adapter, in one process, after warm-up, each of these is called ``--calls``
-times, interleaved in rounds: the wgpu-native bound (``Runner.bare_round_trips``: one
+times, interleaved in rounds: the wgpu-native bound (``dmlgpu.bench.gpu_timers.bare_round_trips``: one
 dispatch and a 16-byte read-back with nothing of dmlgpu's in between), our runner's floor (the
 same dispatch and read-back through the runner), a compiled argmax of a FLOAT32 (rows, width)
 tensor on resident buffers with a 4-byte read, the resident API call
@@ -22,6 +22,7 @@ import numpy as np
 
 import dmlgpu
 from dmlgpu.bench import Ceiling
+from dmlgpu.bench.gpu_timers import bare_round_trips
 
 
 def main() -> None:
@@ -71,13 +72,13 @@ def main() -> None:
     for fn in calls.values():
         for _ in range(100):
             fn()
-    runner.bare_round_trips(100)
+    bare_round_trips(runner, 100)
     wall = {name: [] for name in ["wgpu-native bound", *calls]}
     waits = {name: [] for name in calls}
     rounds = 10
     per_round = max(1, args.calls // rounds)
     for _ in range(rounds):
-        bare = runner.bare_round_trips(per_round)
+        bare = bare_round_trips(runner, per_round)
         if bare is not None:
             wall["wgpu-native bound"].extend(bare)
         for name, fn in calls.items():

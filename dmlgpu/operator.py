@@ -161,12 +161,12 @@ class CompiledOperator:
         self.device.runner.dispatch(steps, clear=self._clear(output), reads=self._reads)
         return output
 
-    def gpu_times(self, input: Tensor, output: Tensor, repeats: int = 10) -> np.ndarray:
-        """Seconds each of ``repeats`` runs took on the GPU (timestamp queries), for benchmarks."""
+    def passes(self, input: Tensor, output: Tensor) -> tuple[Steps, list | None]:
+        """The passes of one run on these tensors, bound to them (pipeline, bind group, grid
+        each), and the buffers zeroed before them (None: none): what the benchmark times."""
         check_layout(input, self.input_desc, "input")
         check_layout(output, self.output_desc, "output")
-        steps = self._program.flat_steps(input, output)
-        return self.device.runner.gpu_times(steps, clear=self._clear(output), repeats=repeats)
+        return self._program.flat_steps(input, output), self._clear(output)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """NumPy in, NumPy out: the logical array ``x`` is laid out in the input descriptor's

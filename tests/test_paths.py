@@ -331,7 +331,7 @@ def test_a_forked_child_copies_alone_then_starts_helpers_of_its_own():
     assert lib.dml_copier_helpers(parent) > 0  # the parent's go on
 
 
-# --- small calls whose passes bind their staging (Runner.hot_call, in_place) ---------------
+# --- small calls whose passes bind their staging (kits.Kit, in_place) ---------------
 
 
 @pytest.mark.parametrize("in_place", [True, False])
@@ -370,7 +370,7 @@ def test_a_small_call_binds_its_staging_or_copies_through_it(in_place):
 
 
 def test_readable_storage_is_refused_where_reads_cannot_map_it(monkeypatch):
-    """``Runner.storage(readable=True)`` needs the native path and mappable-primary-buffers;
+    """``Memory.storage(readable=True)`` needs the native path and mappable-primary-buffers;
     elsewhere it says so before any buffer is made."""
     monkeypatch.setenv("DMLGPU_RUNNER", "public")
     device = dmlgpu.Device()

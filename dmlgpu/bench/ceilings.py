@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from ..wgsl import template, unroll
+from .gpu_timers import gpu_times
 
 #: copy_ceiling.wgsl's UNROLL: each thread's loads in flight (its loops are written out for it).
 COPY_CEILING_UNROLL = 4
@@ -53,7 +54,7 @@ class Ceiling:
         self.runner.dispatch(self.steps)
 
     def gpu_times(self, repeats: int) -> np.ndarray:
-        return self.runner.gpu_times(self.steps, repeats=repeats)
+        return gpu_times(self.runner, self.steps, repeats=repeats)
 
     def release(self) -> None:
         self.runner.memory.free(self.dst)

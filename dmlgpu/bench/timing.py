@@ -3,9 +3,8 @@
 call (``FloorTimer``, ``native_floor_timer``), and the statistics reported (``median``,
 ``percentiles``).
 
-The GPU-side timers the bench uses live in the runner for now (``Runner.gpu_times``: timestamp
-queries around recorded passes; ``Runner.bare_round_trips``: round trips straight through
-wgpu-native); only the benchmarks use them, and this module is where they are to move."""
+The GPU-side timers it drives (timestamp queries, the bare round trip through wgpu-native)
+are in ``gpu_timers``."""
 
 from __future__ import annotations
 
@@ -16,12 +15,13 @@ from typing import Callable
 import numpy as np
 
 from .ceilings import Ceiling
+from .gpu_timers import bare_round_trips
 
 #: Timed rounds per case; the variants take turns within each round.
 ROUNDS = 5
 
 #: What ``interleaved`` times: ``timer(count)`` takes ``count`` samples and returns their
-#: seconds (``Runner.gpu_times``, ``Ceiling.gpu_times``, a ``call_timer``, a ``FloorTimer``).
+#: seconds (``gpu_timers.gpu_times``, ``Ceiling.gpu_times``, a ``call_timer``, a ``FloorTimer``).
 Timer = Callable[[int], np.ndarray]
 
 
@@ -101,8 +101,8 @@ class FloorTimer:
 
 def native_floor_timer(runner, upload: np.ndarray | None = None):
     """A timer for ``interleaved_walls`` of the same round trip straight through wgpu-native,
-    with nothing of ours in between (``Runner.bare_round_trips``), after a queue write of
+    with nothing of ours in between (``gpu_timers.bare_round_trips``), after a queue write of
     ``upload`` if given: what bounds a small call on this machine. None on the public path."""
-    if runner.bare_round_trips(1, upload) is None:
+    if bare_round_trips(runner, 1, upload) is None:
         return None
-    return lambda count: runner.bare_round_trips(count, upload)
+    return lambda count: bare_round_trips(runner, count, upload)

@@ -16,6 +16,7 @@ from ..runtime.transfers import copy_in_parts
 from .cases import Case
 from .peers import TorchPeer
 from .timing import call_timer, interleaved, median
+from .gpu_timers import operator_gpu_times
 
 if TYPE_CHECKING:
     from .run import Bench
@@ -103,7 +104,7 @@ def _loop(bench: Bench, case: Case, x: np.ndarray, want: np.ndarray, result: dic
     try:
         first = op(inp, case.axes, device=bench.device)
         result["correct"] = bool(np.array_equal(first.numpy(), want.astype(first.dtype)))
-        gpu_s = median(bench.device.compile(case.descriptor()).gpu_times(inp, first, 10))
+        gpu_s = median(operator_gpu_times(bench.device.compile(case.descriptor()), inp, first, 10))
         first.release()
         walls = []
         for _ in range(3):

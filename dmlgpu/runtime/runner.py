@@ -47,12 +47,10 @@ import dataclasses
 import logging
 import os
 import threading
-import time
 import traceback
 import warnings
 from typing import Any
 
-import numpy as np
 import wgpu
 
 from ..errors import AdapterError, DeviceLostError
@@ -60,8 +58,7 @@ from ..plan import Capabilities
 from .adapters import choose_adapter, release_device, request_device
 from .backend import Backend
 from .hot import SPIN_S, hot_copier
-from .interrupts import interrupts_held
-from .memory import MAP_READ, READABLE, Memory
+from .memory import Memory
 from .native import Deferred, NativePath, native_unsupported
 from .programs import Programs
 from .public import PublicPath
@@ -87,12 +84,6 @@ logging.getLogger("wgpu").addFilter(_MappableWarning())
 #: Recorded work reading at least this many bytes is submitted at once, so that the GPU runs
 #: it while Python records the next call; smaller work waits for the next read (one submit).
 SUBMIT_EARLY_BYTES = 4 << 20
-
-#: The kernel of ``Runner.bare_round_trips``: one invocation, one word written.
-_BARE_WGSL = """@group(0) @binding(2) var<storage, read_write> y: array<u32>;
-@compute @workgroup_size(1) fn main() { y[0] = y[0] + 1u; }
-"""
-
 
 class Runner:
     """One wgpu device: its pipeline cache, the order of work on its queue, its lifetime, and
@@ -292,13 +283,18 @@ class Runner:
                 self._pending_uses.update(clear)
             self._count_pending(reads)
 
+    def enqueue(self, encoder, uses=()) -> None:
+        """Add an encoder the caller recorded (``encode``), which uses the buffers ``uses``, to
+        the pending work: it runs at the next submit, in order with the rest. Under the lock."""
+        self._pending.append(encoder)
+        self._pending_uses.update(uses)
+
     def record_copy(self, copy: tuple, remap=None) -> None:
         """Record a buffer copy (src, src offset, dst, dst offset, size) like any other work:
         it runs at the next submit, in order with the rest; ``remap``: the map of the write
         staging it copies out of, mapped again after that submit (``Transfers.remapped``).
         Under the lock."""
-        self._pending.append(self.encode((), copies=[copy]))
-        self._pending_uses.update((copy[0], copy[2]))
+        self.enqueue(self.encode((), copies=[copy]), (copy[0], copy[2]))
         if remap is not None:
             self._remap.append(remap)
         self._count_pending(copy[4])
@@ -384,110 +380,3 @@ class Runner:
         with self.lock:
             self.check()
             self.submit()
-
-    # ------------------------------------------------------------------ timing
-
-    def bare_round_trips(self, calls: int, upload: np.ndarray | None = None) -> np.ndarray | None:
-        """What bounds a small call, for the benchmarks: wall seconds of each of ``calls``
-        round trips straight through wgpu-native with nothing of dmlgpu's in between (the
-        calls of ``shared/probes/dispatch_floor.py``): a queue write of the bytes ``upload``
-        if given, one 1-workgroup dispatch and a 16-byte copy in one command buffer, one
-        submit, a map polled as ``NativePath.wait`` polls, and the 16 bytes copied out. Where
-        passes may bind mappable memory (``in_place``), the dispatch writes the mapped buffer
-        itself, with no copy, as a small call of ours does. None on the public path."""
-        if not isinstance(self.path, NativePath):
-            return None
-        n = self.path
-        ffi, lib = n.ffi, n.lib
-        pipeline = self.programs.pipeline(_BARE_WGSL)
-        params, src, dst = self.programs.uniform(np.zeros(4, np.uint32)), self.memory.storage(16), self.memory.storage(16)
-        written, write = None, None  # the queue write's target, and its (target, host bytes, size)
-        if upload is not None:
-            written = self.memory.storage(upload.nbytes)
-            write = (written._internal, ffi.from_buffer(upload), upload.nbytes)
-        in_place = self.in_place
-        staging = self.memory.create(16, READABLE if in_place else MAP_READ)
-        group = self.programs.bind(params, src, staging if in_place else dst)
-        self.flush()
-        done = [False]
-
-        @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
-        def mapped(status, message, userdata1, userdata2):
-            done[0] = True
-
-        info = ffi.new("WGPUBufferMapCallbackInfo *")
-        info.mode, info.callback = lib.WGPUCallbackMode_AllowProcessEvents, mapped
-        buffers = ffi.new("WGPUCommandBuffer[1]")
-        out = np.empty(16, np.uint8)
-        handles = (pipeline._internal, group._internal, dst._internal, staging._internal)
-        times = np.empty(calls)
-        try:
-            for i in range(calls):
-                start = time.perf_counter()
-                if write is not None:
-                    lib.wgpuQueueWriteBuffer(n.queue, write[0], 0, write[1], write[2])
-                enc = lib.wgpuDeviceCreateCommandEncoder(n.handle, n.encoder_desc)
-                compute = lib.wgpuCommandEncoderBeginComputePass(enc, n.pass_desc)
-                lib.wgpuComputePassEncoderSetPipeline(compute, handles[0])
-                lib.wgpuComputePassEncoderSetBindGroup(compute, 0, handles[1], 0, ffi.NULL)
-                lib.wgpuComputePassEncoderDispatchWorkgroups(compute, 1, 1, 1)
-                lib.wgpuComputePassEncoderEnd(compute)
-                lib.wgpuComputePassEncoderRelease(compute)
-                if not in_place:
-                    lib.wgpuCommandEncoderCopyBufferToBuffer(enc, handles[2], 0, handles[3], 0, 16)
-                buffers[0] = lib.wgpuCommandEncoderFinish(enc, n.buffer_desc)
-                lib.wgpuCommandEncoderRelease(enc)
-                lib.wgpuQueueSubmit(n.queue, 1, buffers)
-                lib.wgpuCommandBufferRelease(buffers[0])
-                done[0] = False
-                lib.wgpuBufferMapAsync(handles[3], lib.WGPUMapMode_Read, 0, 16, info[0])
-                give_up = time.perf_counter() + n.spin_s
-                while not done[0] and time.perf_counter() < give_up:
-                    lib.wgpuDevicePoll(n.handle, False, ffi.NULL)
-                while not done[0]:
-                    lib.wgpuDevicePoll(n.handle, True, ffi.NULL)
-                ffi.memmove(ffi.from_buffer(out), lib.wgpuBufferGetConstMappedRange(handles[3], 0, 16), 16)
-                lib.wgpuBufferUnmap(handles[3])
-                times[i] = time.perf_counter() - start
-        finally:
-            for buffer in (params, staging):
-                self.memory.destroy(buffer)
-            for buffer in (src, dst, written):
-                if buffer is not None:
-                    self.memory.free(buffer)
-        return times
-
-
-    def gpu_times(self, steps, *, clear=None, repeats: int = 10) -> np.ndarray:
-        """Seconds each of ``repeats`` runs of the steps took, from timestamp queries.
-
-        The timestamps bracket the passes and the clear of the output, if any.
-        """
-        with interrupts_held():
-            return self._gpu_times(steps, clear, repeats)
-
-    def _gpu_times(self, steps, clear, repeats: int) -> np.ndarray:
-        if "timestamp-query" not in self.features:
-            raise AdapterError(f"adapter {self.name!r} has no timestamp-query feature")
-        queries = self.device.create_query_set(type="timestamp", count=2 * repeats)
-        resolved = self.device.create_buffer(
-            size=16 * repeats, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
-        )
-        try:
-            # Each repeat is submitted and waited for alone (a read waits for the queue): the
-            # empty pass that starts the timing before a clear depends on nothing, so without
-            # the wait it could run while the previous repeat is still busy.
-            for i in range(repeats):
-                with self.lock:
-                    self.check()
-                    self._pending.append(self.encode(steps, clear, (queries, 2 * i)))
-                self.transfers.read(resolved, 4)
-            with self.lock:
-                encoder = self.path.encoder()
-                encoder.resolve(queries, 2 * repeats, resolved)
-                self._pending.append(encoder)
-            ticks = np.frombuffer(self.transfers.read(resolved, 16 * repeats), np.uint64).reshape(repeats, 2)
-        finally:
-            resolved.destroy()
-            queries.destroy()
-        return (ticks[:, 1] - ticks[:, 0]).astype(np.float64) * 1e-9  # WebGPU timestamps are nanoseconds
