@@ -79,7 +79,7 @@ def _run(call: tuple, x, device: Device | None, nan_mode):
     except TypeError:  # an argument that is not hashable: not kept (compiling says what is wrong)
         compiled, kept = None, False
     if compiled is None:
-        compiled = device.compile(_describe(call, x.desc if resident else layout.describe(x)[0]), nan_mode=nan_mode)
+        compiled = device.compile(_describe(call, x.desc if resident else layout.upload_desc(x)), nan_mode=nan_mode)
         if kept:
             device.by_call[key] = compiled
     return compiled.run(x) if resident else compiled(x)

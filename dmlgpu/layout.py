@@ -116,3 +116,65 @@ def check_logical(desc: TensorDesc, x: np.ndarray, field: str = "x") -> None:
         raise DataError(f"{field}.dtype is {x.dtype}, but the descriptor's data_type is {desc.data_type.name}")
     if tuple(x.shape) != desc.sizes:
         raise DataError(f"{field}.shape is {tuple(x.shape)}, but the descriptor's sizes are {list(desc.sizes)}")
+
+
+#: A view whose memory span is more than this many times its elements' bytes crosses the bus
+#: as its elements (``Gather``), from this size up: where the gaps are small, uploading the
+#: span as it is costs no host-side copy and moves little more.
+GATHER_SPAN_RATIO = 1.25
+GATHER_ABOVE = 16 << 20
+
+
+#: A gathered view is copied in rows of at most this many bytes where it can be (its first
+#: axis's slabs, else every axis but the last merged), so that a staging chunk holds many.
+GATHER_ROW_MAX = 16 << 20
+
+
+class Gather:
+    """The elements of a strided view in C order, copied into a destination block of rows at
+    a time (``copy_rows``), so that an upload moves the elements and never the gaps between
+    them, and no packed copy of the whole is made first. A row is a slab of the view's leading
+    axes (``rows``: ``x`` with those axes merged into one, without a copy); ``row_bytes`` its
+    bytes packed."""
+
+    def __init__(self, x: np.ndarray, rows: np.ndarray):
+        self.x, self.rows = x, rows
+        self.count, self.row_bytes = rows.shape[0], rows[0].nbytes
+        self.nbytes = x.nbytes
+
+    def copy_rows(self, dst: np.ndarray, first: int, count: int) -> None:
+        """Rows ``first`` to ``first + count`` into the bytes ``dst`` (a uint8 array of
+        ``count * row_bytes`` bytes); NumPy lets go of the GIL while it copies."""
+        out = dst.view(self.x.dtype).reshape((count,) + self.rows.shape[1:])
+        np.copyto(out, self.rows[first:first + count])
+
+
+def upload_desc(x: np.ndarray, field: str = "x") -> TensorDesc:
+    """The descriptor an array crosses the bus as: packed where its elements are gathered
+    (``gather``), else its own layout (``describe``)."""
+    if gather(x) is not None:
+        return TensorDesc(DataType.from_numpy(x.dtype, f"{field}.dtype"), x.shape)
+    return describe(x, field)[0]
+
+
+def gather(x: np.ndarray) -> Gather | None:
+    """A ``Gather`` of ``x`` where it pays: a view of at least ``GATHER_ABOVE`` bytes whose span
+    is over ``GATHER_SPAN_RATIO`` times its elements' bytes, with whole-element, non-negative
+    strides. Its rows are the slabs of its first axis, or, where those exceed
+    ``GATHER_ROW_MAX`` and it can be done without a copy, its rows of the last axis. Else None."""
+    if not isinstance(x, np.ndarray) or x.nbytes < GATHER_ABOVE or x.ndim < 2 or x.flags.c_contiguous:
+        return None
+    if not x.dtype.isnative or any(s < 0 or s % x.itemsize for s in x.strides):
+        return None
+    span_bytes = (sum((n - 1) * s for n, s in zip(x.shape, x.strides)) + x.itemsize)
+    if span_bytes <= GATHER_SPAN_RATIO * x.nbytes:
+        return None
+    rows = x
+    if x[0].nbytes > GATHER_ROW_MAX:
+        merged = x.view()
+        try:
+            merged.shape = (-1, x.shape[-1])  # in place: raises where merging the axes would copy
+            rows = merged
+        except AttributeError:
+            pass
+    return Gather(x, rows)

@@ -179,24 +179,32 @@ class CompiledOperator:
                 return self._streamed(data)
             return self._small(data)
 
-    def _bytes_of(self, x) -> np.ndarray:
+    def _bytes_of(self, x) -> np.ndarray | layout.Gather:
         """``layout.bytes_for``, its checks made once per array layout (dtype, shape, strides):
-        an array already laid out as the input descriptor says is passed as it is."""
+        an array already laid out as the input descriptor says is passed as it is, and a view
+        with wide gaps, for a packed input, as its elements gathered (``layout.gather``)."""
         key = (x.dtype.str, x.shape, x.strides) if isinstance(x, np.ndarray) else None
-        if key is not None and key in self._own_layouts:
+        how = self._own_layouts.get(key) if key is not None else None
+        if how == "own":
             return layout.span(x)
+        if how == "gather" or (how is None and self.input_desc.strides is None):
+            gathered = layout.gather(x)
+            if gathered is not None:
+                layout.check_logical(self.input_desc, x)
+                self._own_layouts[key] = "gather"
+                return gathered
         data = layout.bytes_for(self.input_desc, x)
         as_is = key is not None and x.dtype.isnative and all(s >= 0 and s % x.itemsize == 0 for s in x.strides)
         if as_is and layout.describe(x)[0].element_strides == self.input_desc.element_strides:
-            self._own_layouts[key] = True  # describe passed x's own memory, not a copy
+            self._own_layouts[key] = "own"  # describe passed x's own memory, not a copy
         return data
 
-    def _small(self, data: np.ndarray) -> np.ndarray:
+    def _small(self, data: np.ndarray | layout.Gather) -> np.ndarray:
         """Upload, passes and read-back in one submit: on the native path through a kit of
         this operator's (``runtime.kits.Kit``: buffers, staging and bind groups made once,
         the call one sequence in C), else on buffers from the runner's pool (the same ones
         again on the next call, so that their bind groups are found cached)."""
-        if data.nbytes <= HOT_CALL_MAX and self._hot is not False:
+        if data.nbytes <= HOT_CALL_MAX and self._hot is not False and isinstance(data, np.ndarray):
             try:
                 kit = self._kits.pop()
             except IndexError:
@@ -234,7 +242,7 @@ class CompiledOperator:
             self._hot = False
         return kit
 
-    def _streamed(self, data: np.ndarray) -> np.ndarray:
+    def _streamed(self, data: np.ndarray | layout.Gather) -> np.ndarray:
         """Upload through the staging ring, recording each piece as soon as the bytes it reads
         have been submitted, so that the GPU reduces one piece while the next is filled."""
         program = self._streamed_program

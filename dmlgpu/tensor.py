@@ -88,10 +88,18 @@ class Tensor:
             raise DataError(f"{field} was released (Tensor.release()); it holds no GPU memory any more")
 
     def write(self, data, on_chunk: Callable[[int, int], Any] | None = None) -> None:
-        """Write the bytes of the tensor's memory span (``layout.bytes_for``) to its buffers.
+        """Write the bytes of the tensor's memory span (``layout.bytes_for``) to its buffers,
+        or a view's elements gathered as they cross the bus (``layout.Gather``, for a packed
+        tensor).
 
         ``on_chunk(buffer index, bytes of it written so far)``: see ``Transfers.upload``."""
         self._alive()
+        if isinstance(data, layout.Gather):
+            if len(self._buffers) == 1:
+                self.device.runner.transfers.upload(self._buffers[0], data, on_chunk=on_chunk and
+                                                    functools.partial(on_chunk, 0))
+                return
+            data = np.ascontiguousarray(data.x)  # a tensor in several buffers: packed first
         raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
         for k, (buffer, (first, nbytes)) in enumerate(zip(self._buffers, self._spans)):
             part = raw[first:first + nbytes]

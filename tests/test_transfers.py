@@ -147,3 +147,79 @@ def test_a_write_lands_after_work_recorded_before_it_and_before_work_after(tail,
             np.testing.assert_array_equal(compiled.run(t).numpy().ravel(), x.argmax(1))
         assert device.runner.memory.writes.bytes > 0
     device.close()
+
+
+# --- views with wide gaps cross the bus as their elements (layout.Gather) -----------------
+
+
+@pytest.fixture
+def gathering(small_ring, monkeypatch):
+    """Views of 8 KiB and more whose span is over 1.25x their elements are gathered."""
+    from dmlgpu import layout
+
+    monkeypatch.setattr(layout, "GATHER_ABOVE", 8 << 10)
+    small_ring.by_call.clear()
+    yield small_ring
+    small_ring.by_call.clear()
+
+
+@pytest.mark.parametrize("view", [
+    lambda a: a[:, :37],                 # rows of a wider array: span 4.3x the elements
+    lambda a: a[5:, 3:100:2],             # an inner stride too
+    lambda a: a.reshape(160, 10, 160)[:, 2:7, :50],  # three axes, rows that are slabs of the first
+    lambda a: a[:, :1000],                # rows longer than a staging chunk: packed first
+], ids=["columns", "inner-stride", "3d", "long-rows"])
+def test_a_view_with_gaps_crosses_as_its_elements(gathering, monkeypatch, view):
+    from dmlgpu.runtime.transfers import Transfers
+
+    base = np.random.default_rng(9).integers(-50, 50, (160, 1600)).astype(np.float32)
+    x = view(base)
+    moved = []
+    real = Transfers._upload
+    monkeypatch.setattr(Transfers, "_upload", lambda self, buffer, source, *a, **k:
+                        moved.append(source.nbytes) or real(self, buffer, source, *a, **k))
+    got = dmlgpu.argmax(x, x.ndim - 1, device=gathering)
+    np.testing.assert_array_equal(got, oracle.argmax(np.ascontiguousarray(x), x.ndim - 1))
+    assert moved == [x.nbytes]  # the elements, not the span
+    got = dmlgpu.argmin(x, (0, x.ndim - 1), device=gathering)  # again, and over several axes
+    np.testing.assert_array_equal(got, oracle.argmin(np.ascontiguousarray(x), (0, x.ndim - 1)))
+
+
+def test_small_gaps_still_travel_as_the_span(gathering):
+    """A view whose span is close to its elements is uploaded as it is, without a host copy."""
+    from dmlgpu import layout
+
+    base = np.random.default_rng(10).standard_normal((300, 100)).astype(np.float32)
+    assert layout.gather(base[:, :90]) is None and layout.gather(base[::2]) is not None
+    np.testing.assert_array_equal(dmlgpu.argmax(base[:, :90], 1, device=gathering), oracle.argmax(base[:, :90], 1))
+
+
+def test_uploads_from_several_threads_share_the_rings(small_ring):
+    """More transfers at once than rings may exist: the ones beyond wait for a ring to come
+    back, every answer is right, and no more rings than the limit were made."""
+    import threading
+
+    runner = small_ring.runner
+    runner.transfers.max_rings = 2
+    rng = np.random.default_rng(11)
+    arrays = [rng.standard_normal((64, 97)).astype(np.float32) for _ in range(6)]
+    wrong, errors = [], []
+
+    def run(x):
+        try:
+            for _ in range(4):
+                if not np.array_equal(dmlgpu.argmax(x, 1, device=small_ring), oracle.argmax(x, 1)):
+                    wrong.append(x.shape)
+        except Exception as err:  # any error here fails the test
+            errors.append(repr(err))
+
+    threads = [threading.Thread(target=run, args=(x,)) for x in arrays]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        runner.transfers.max_rings = 4
+    assert not errors and not wrong, (errors, wrong)
+    assert len(runner.memory.rings[True]) <= 2

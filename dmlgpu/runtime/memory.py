@@ -116,7 +116,7 @@ class Memory:
         # MAP_WRITE staging of mid-sized writes, by size class, as their maps (landed once the
         # GPU has copied out of them)
         self.writes = Pool(STAGING_POOL_BYTES)
-        self.rings: dict[bool, list] = {}  # MAP_WRITE (True) and MAP_READ (False) rings, kept
+        self.rings: dict[bool, list] = {}  # MAP_WRITE (True) and MAP_READ (False) rings kept, by write
         # storage buffers of collected tensors (``tensor.Storage``), taken up by ``storage``
         self.returned: collections.deque = collections.deque()
         # every buffer this runner made and has not destroyed (buffers dropped with an object
@@ -188,7 +188,7 @@ class Memory:
         of the pools. A write staging buffer may be mid-map: destroying it cancels the map."""
         buffers = self.pool.clear() + self.readable.clear()
         buffers += [m.buffer for m in self.staging.clear() + self.writes.clear()]
-        buffers += [b for ring in self.rings.values() for b, _ in ring]
+        buffers += [b for rings in self.rings.values() for ring in rings for b, _ in ring]
         self.rings.clear()
         return buffers
 

@@ -10,12 +10,14 @@ and its memory (staging buffers come from and go back to ``Memory``'s pools).
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 import wgpu
 
+from ..layout import Gather
 from .interrupts import interrupts_held
 from .memory import MAP_READ, MAP_WRITE, READABLE, word_size
 from .native import Handle, NativePath
@@ -44,14 +46,27 @@ READ_THREADS = 16
 QUEUE_WRITE_MAX = 64 << 10
 #: Host copies of at least this many bytes run on several threads.
 PARALLEL_COPY_ABOVE = 4 << 20
+#: Staging rings of each direction that may exist at once: transfers from several threads
+#: (Dask's threaded scheduler) each take one, the ones beyond wait for one to come back; the
+#: bus is shared, so a few streams in flight fill it, and each ring is ``RING_DEPTH`` x
+#: ``RING_CHUNK`` of host memory mapped for the GPU.
+MAX_RINGS = 4
+
+
+def all_done(parts: list) -> None:
+    """Wait for every future of ``parts``, then raise the first one's error if any failed: a
+    part still copying into mapped memory when its caller gives the memory back would write
+    into memory that is gone."""
+    concurrent.futures.wait(parts)
+    for part in parts:
+        part.result()
 
 
 def copy_in_parts(pool, dst: np.ndarray, src: np.ndarray, parts: int) -> None:
     """dst[:] = src (bytes) in ``parts`` slices of whole 64-byte lines, on ``pool``'s threads
     (NumPy lets go of the GIL while it copies)."""
     step = ((-(-src.nbytes // parts)) + 63) & ~63
-    for part in [pool.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, src.nbytes, step)]:
-        part.result()
+    all_done([pool.submit(np.copyto, dst[a:a + step], src[a:a + step]) for a in range(0, src.nbytes, step)])
 
 
 class DroppedOnFailure:
@@ -88,9 +103,14 @@ class Transfers:
         self.copy_threads = {True: min(WRITE_THREADS, cores), False: min(READ_THREADS, cores)}  # by write
         self._copier: concurrent.futures.ThreadPoolExecutor | None = None  # threads of large transfers' copies
         self._read_maps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # readable buffer -> its map
+        self.max_rings = MAX_RINGS
+        self._rings_out = {True: 0, False: 0}  # rings taken by transfers in flight, by write
+        self._ring_back = threading.Condition(runner.lock)  # a ring came back
 
     def close(self) -> None:
-        """End the copy threads."""
+        """End the copy threads, and wake transfers waiting for a ring (they find the device
+        closed). Under the runner's lock."""
+        self._ring_back.notify_all()
         if self._copier is not None:
             self._copier.shutdown(wait=True)
             self._copier = None
@@ -107,6 +127,9 @@ class Transfers:
         Mid-sized writes (``_write_staged``) are copied into reused mapped staging; large
         writes stream through the staging ring (``upload``).
         """
+        if isinstance(data, Gather):
+            self.upload(buffer, data, offset)
+            return
         raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
         if raw.nbytes > self.stream_above:
             self.upload(buffer, raw, offset)
@@ -159,15 +182,22 @@ class Transfers:
     # ------------------------------------------------------------------ large transfers
 
     def _take_ring(self, write: bool) -> list:
-        """The staging ring for uploads (MAP_WRITE) or reads (MAP_READ), taken for one transfer:
-        a second transfer at the same time makes its own. Each entry is [buffer, pending map]."""
+        """A staging ring for uploads (MAP_WRITE) or reads (MAP_READ), taken for one transfer:
+        a kept one, else a new one while fewer than ``max_rings`` are out, else the next to
+        come back. Each entry is [buffer, pending map]."""
         runner, memory = self.runner, self.runner.memory
         with runner.lock:
             runner.check()
-            ring = memory.rings.pop(write, None)
-            if ring is None:
+            kept = memory.rings.setdefault(write, [])
+            while not kept and self._rings_out[write] >= self.max_rings:
+                self._ring_back.wait()
+                runner.check()
+            if kept:
+                ring = kept.pop()
+            else:
                 usage = MAP_WRITE if write else MAP_READ
                 ring = [[memory.create(self.ring_chunk, usage), None] for _ in range(self.ring_depth)]
+            self._rings_out[write] += 1
             threads = max(self.copy_threads.values())
             if self._copier is None and threads > 1:
                 self._copier = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="dmlgpu-copy")
@@ -175,11 +205,13 @@ class Transfers:
 
     def _give_ring(self, write: bool, ring: list, ok: bool) -> None:
         """Keep a ring for the next transfer, or destroy it after a failure (a buffer of it may
-        be mid-map) or when one is kept already."""
+        be mid-map)."""
         runner, memory = self.runner, self.runner.memory
         with runner.lock:
-            if ok and runner.usable and write not in memory.rings:
-                memory.rings[write] = ring
+            self._rings_out[write] -= 1
+            self._ring_back.notify()
+            if ok and runner.usable:
+                memory.rings.setdefault(write, []).append(ring)
                 return
             for buffer, _ in ring:
                 memory.destroy(buffer)
@@ -192,13 +224,31 @@ class Transfers:
             return
         copy_in_parts(copier, dst, src, threads)
 
-    def upload(self, buffer, raw: np.ndarray, offset: int = 0, on_chunk: Callable[[int], Any] | None = None) -> None:
-        """Stream the bytes ``raw`` into ``buffer`` (see ``_upload``), Ctrl-C held back meanwhile."""
-        with interrupts_held():
-            self._upload(buffer, raw, offset, on_chunk)
+    def _gather_host(self, dst: np.ndarray, source: Gather, first_row: int, rows: int) -> None:
+        """Rows of a view gathered into ``dst`` on the write threads (``Gather.copy_rows``)."""
+        copier, threads = self._copier, self.copy_threads[True]
+        if copier is None or threads < 2 or dst.nbytes < self.parallel_copy_above:
+            source.copy_rows(dst, first_row, rows)
+            return
+        step, size = -(-rows // threads), source.row_bytes
+        parts = []
+        for r in range(first_row, first_row + rows, step):
+            count = min(step, first_row + rows - r)
+            at = (r - first_row) * size
+            parts.append(copier.submit(source.copy_rows, dst[at:at + count * size], r, count))
+        all_done(parts)
 
-    def _upload(self, buffer, raw: np.ndarray, offset: int = 0, on_chunk: Callable[[int], Any] | None = None) -> None:
-        """Stream the bytes ``raw`` into ``buffer`` at ``offset`` through the MAP_WRITE ring.
+    def upload(self, buffer, source: np.ndarray | Gather, offset: int = 0,
+               on_chunk: Callable[[int], Any] | None = None) -> None:
+        """Stream ``source`` into ``buffer`` (see ``_upload``), Ctrl-C held back meanwhile."""
+        with interrupts_held():
+            self._upload(buffer, source, offset, on_chunk)
+
+    def _upload(self, buffer, source: np.ndarray | Gather, offset: int = 0,
+                on_chunk: Callable[[int], Any] | None = None) -> None:
+        """Stream ``source`` into ``buffer`` at ``offset`` through a MAP_WRITE ring: bytes (a
+        uint8 array), or a view's elements gathered row by row (``layout.Gather``), so that
+        its gaps never cross the bus.
 
         The host fills one staging buffer (on several threads, outside the lock) while the GPU
         copies the ones before it. After each chunk's copy is submitted, ``on_chunk(bytes so
@@ -207,20 +257,28 @@ class Transfers:
         """
         runner, path = self.runner, self.runner.path
         ring = self._take_ring(True)
-        chunk = ring[0][0].size
+        whole = chunk = ring[0][0].size  # what a staging buffer holds, and what it is filled with
+        if isinstance(source, Gather):
+            if source.row_bytes > chunk:  # rows longer than a chunk: packed on the host first
+                source = np.ascontiguousarray(source.x).reshape(-1).view(np.uint8)
+            else:
+                chunk -= chunk % source.row_bytes  # whole rows a chunk
         ok = False
         try:
-            for i, start in enumerate(range(0, raw.nbytes, chunk)):
+            for i, start in enumerate(range(0, source.nbytes, chunk)):
                 entry = ring[i % len(ring)]
                 staging, m = entry
                 if m is None:  # a new ring: map it for the first time
-                    m = path.new_map(staging, chunk)
+                    m = path.new_map(staging, whole)
                     with runner.lock:
                         path.start_map(m, write=True)
                 path.wait(m, None)  # mapped again once the GPU has copied out of it
-                size = min(chunk, raw.nbytes - start)
+                size = min(chunk, source.nbytes - start)
                 view = path.mapped(m)
-                self._copy_host(view[:size], raw[start:start + size], write=True)
+                if isinstance(source, Gather):
+                    self._gather_host(view[:size], source, start // source.row_bytes, size // source.row_bytes)
+                else:
+                    self._copy_host(view[:size], source[start:start + size], write=True)
                 del view
                 with runner.lock:
                     runner.check()
@@ -228,7 +286,7 @@ class Transfers:
                     entry[1] = None
                     copy = (staging, 0, buffer, offset + start, word_size(size))
                     runner.submit([runner.encode((), copies=[copy])], uses=(buffer,))
-                    entry[1] = path.new_map(staging, chunk)
+                    entry[1] = path.new_map(staging, whole)
                     path.start_map(entry[1], write=True)
                     if on_chunk is not None:
                         on_chunk(start + size)
