@@ -25,12 +25,12 @@ def test_suites_load_and_describe_valid_operators(name):
 def test_full_suite_inputs_are_above_the_l2_cache():
     """PERFORMANCE.md: bandwidth figures need inputs well above the 50-60 MB L2."""
     for case in bench.load_suite("full").cases:
-        if not case.latency:
+        if not case.latency and case.kind != "throughput":
             assert math.prod(case.shape) * case.dtype.size >= 256 << 20, case.name
 
 
 def test_quick_suite_runs_every_kind():
-    assert {c.kind for c in bench.load_suite("quick").cases} == {"gpu", "numpy", "loop"}
+    assert {c.kind for c in bench.load_suite("quick").cases} == set(bench.cases.KINDS)
 
 
 def test_quick_suite_is_small():

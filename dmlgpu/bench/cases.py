@@ -17,6 +17,10 @@ from ..types import DataType
 OPS = ("argmax", "argmin", "hardmax")
 
 
+#: The kinds of case (``Case.kind``).
+KINDS = ("gpu", "numpy", "loop", "throughput")
+
+
 @dataclasses.dataclass(frozen=True)
 class Case:
     """One benchmark case: an operator over a packed tensor of one type and shape."""
@@ -30,19 +34,34 @@ class Case:
     note: str = ""
     #: "gpu": GPU time beside the ceiling and the peers; "numpy": whole NumPy-in, NumPy-out
     #: calls beside NumPy on the CPU and torch's pageable path, with the upload (and read-back)
-    #: rate alone; "loop": back-to-back GPU-resident calls against what their GPU time allows.
+    #: rate alone; "loop": back-to-back GPU-resident calls against what their GPU time allows;
+    #: "throughput": calls per second from several threads at once (``threads``).
     kind: str = "gpu"
+    #: The shape of an array the input is a view of (its leading part along every axis), so
+    #: that the input has gaps between its rows, as a Dask chunk of a larger array has.
+    within: tuple[int, ...] | None = None
+    #: A "throughput" case's numbers of threads.
+    threads: tuple[int, ...] = ()
 
-    _KEYS = ("name", "op", "dtype", "shape", "axes", "latency", "note", "kind")
+    _KEYS = ("name", "op", "dtype", "shape", "axes", "latency", "note", "kind", "within", "threads")
 
     def __post_init__(self) -> None:
-        if self.kind not in ("gpu", "numpy", "loop"):
-            raise ValueError(f"case {self.name!r}: kind is {self.kind!r}, but it must be gpu, numpy or loop")
+        if self.kind not in KINDS:
+            raise ValueError(f"case {self.name!r}: kind is {self.kind!r}, but it must be one of {', '.join(KINDS)}")
         if self.op not in OPS:
             raise ValueError(f"case {self.name!r}: op is {self.op!r}, but it must be one of {', '.join(OPS)}")
         object.__setattr__(self, "dtype", DataType.parse(self.dtype, f"case {self.name!r}: dtype"))
         object.__setattr__(self, "shape", tuple(int(n) for n in self.shape))
         object.__setattr__(self, "axes", tuple(sorted(int(a) for a in self.axes)))
+        object.__setattr__(self, "threads", tuple(int(n) for n in self.threads))
+        if self.within is not None:
+            object.__setattr__(self, "within", tuple(int(n) for n in self.within))
+            if len(self.within) != len(self.shape) or any(w < n for w, n in zip(self.within, self.shape)):
+                raise ValueError(f"case {self.name!r}: within is {list(self.within)}, but it must hold shape "
+                                 f"{list(self.shape)} along every axis")
+        if (self.kind == "throughput") != bool(self.threads) or any(n < 1 for n in self.threads):
+            raise ValueError(f"case {self.name!r}: threads is {list(self.threads)}, but a throughput case (and only "
+                             f"one) names its numbers of threads, each at least 1")
 
     @classmethod
     def from_json(cls, d: dict) -> "Case":
@@ -68,11 +87,17 @@ class Case:
         short = {"FLOAT32": "f32", "FLOAT16": "f16"}.get(self.dtype.name, self.dtype.name.lower())
         axes = "all" if len(self.axes) == len(self.shape) and len(self.shape) > 1 else ",".join(map(str, self.axes))
         op = "" if self.op == "argmax" else f"{self.op} "
-        return f"{op}{short} ({','.join(map(str, self.shape))}) ax {axes}"
+        within = f" of ({','.join(map(str, self.within))})" if self.within else ""
+        return f"{op}{short} ({','.join(map(str, self.shape))}){within} ax {axes}"
 
     def to_json(self) -> dict:
-        return {"name": self.name, "op": self.op, "dtype": self.dtype.name, "shape": list(self.shape),
-                "axes": list(self.axes), "latency": self.latency, "note": self.note, "kind": self.kind}
+        d = {"name": self.name, "op": self.op, "dtype": self.dtype.name, "shape": list(self.shape),
+             "axes": list(self.axes), "latency": self.latency, "note": self.note, "kind": self.kind}
+        if self.within is not None:
+            d["within"] = list(self.within)
+        if self.threads:
+            d["threads"] = list(self.threads)
+        return d
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +117,7 @@ def load_suite(name: str) -> Suite:
                  tuple(Case.from_json(c) for c in data["cases"]) + tuple(transfers))
 
 
-def host_data(case: Case, rng: np.random.Generator) -> np.ndarray:
+def host_data(case: Case, rng: np.random.Generator, shape: tuple[int, ...] | None = None) -> np.ndarray:
     """Random input for a case, drawn so that ties at the extremes are rare.
 
     Floats come from Student's t with 3 degrees of freedom: its heavy tails keep the
@@ -100,11 +125,12 @@ def host_data(case: Case, rng: np.random.Generator) -> np.ndarray:
     per octave, seldom ties. Integers are uniform over the type's range: for 8- and
     16-bit types, ties are then certain in long slices (they are broken by the first index).
     """
-    n = math.prod(case.shape)
+    shape = shape or case.shape
+    n = math.prod(shape)
     dtype = case.dtype.numpy
     if case.dtype.is_float:
         values = rng.standard_t(3, size=n).astype(dtype)
     else:
         info = np.iinfo(dtype)
         values = rng.integers(info.min, info.max, size=n, dtype=dtype, endpoint=True)
-    return values.reshape(case.shape)
+    return values.reshape(shape)

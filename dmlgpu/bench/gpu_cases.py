@@ -165,6 +165,45 @@ def _figures(result: dict, samples: dict[str, np.ndarray], nbytes: int, ceiling:
                                       "gpu_samples_s": samples[peer.name].tolist()}
 
 
+#: The latency figures of calls as users write them (``_as_written``), beside the bench's own.
+AS_WRITTEN = ("resident_as_written", "numpy_module", "numpy_module_resident", "onnx")
+
+
+def _as_written(case: Case, x: np.ndarray, inp) -> dict[str, Timer]:
+    """Timers of a latency case's call as users write it, with no ``release()``: the result
+    of ``dmlgpu.argmax(t, axes)`` read back and dropped (``resident_as_written``); and, for a
+    one-axis ARGMAX/ARGMIN, the other doors: ``dmlgpu.numpy`` NumPy in (``numpy_module``) and
+    on a resident tensor read back with ``np.asarray`` (``numpy_module_resident``), and an
+    ONNX model of one node through ``dmlgpu.onnx_backend``'s ``rep.run`` (``onnx``, where
+    onnx is importable)."""
+    import dmlgpu
+    import dmlgpu.numpy as dnp
+
+    op = getattr(dmlgpu, case.op)
+    timers = {"resident_as_written": call_timer(lambda: op(inp, case.axes).numpy())}
+    if case.op == "hardmax" or len(case.axes) != 1:
+        return timers
+    axis = case.axes[0]
+    numpy_op = getattr(dnp, case.op)
+    timers["numpy_module"] = call_timer(lambda: numpy_op(x, axis=axis))
+    timers["numpy_module_resident"] = call_timer(lambda: np.asarray(numpy_op(inp, axis=axis)))
+    try:
+        import onnx
+        from onnx import helper
+
+        import dmlgpu.onnx_backend as backend
+    except ImportError:
+        return timers
+    node = helper.make_node("ArgMax" if case.op == "argmax" else "ArgMin", ["x"], ["y"], axis=axis, keepdims=0)
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    graph = helper.make_graph([node], case.name, [helper.make_tensor_value_info("x", elem, x.shape)],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.INT64,
+                                                             [n for i, n in enumerate(x.shape) if i != axis])])
+    rep = backend.prepare(helper.make_model(graph), dml_device=inp.device)
+    timers["onnx"] = call_timer(lambda: rep.run([x]))
+    return timers
+
+
 def _end_to_end(bench: Bench, case: Case, x: np.ndarray, inp, result: dict, peers: list[Peer],
                 peer_data: dict[str, PeerData]) -> None:
     """Wall times of whole calls: NumPy in and out, beside the peers'; for latency cases
@@ -185,6 +224,7 @@ def _end_to_end(bench: Bench, case: Case, x: np.ndarray, inp, result: dict, peer
             r.release()
 
         timers["resident"] = call_timer(resident)
+        timers.update(_as_written(case, x, inp))
         floor = timers["floor"] = FloorTimer(bench.runner)
         for name, upload in (("native_floor", None), ("native_floor_upload", x)):
             native = native_floor_timer(bench.runner, None if upload is None else
@@ -205,7 +245,7 @@ def _end_to_end(bench: Bench, case: Case, x: np.ndarray, inp, result: dict, peer
     if case.latency:
         result["e2e_resident_s"] = median(walls["resident"])
         result["latency_times"] = {name: percentiles(walls[name]) for name in
-                                   ("numpy", "resident", "floor", "native_floor", "native_floor_upload")
+                                   ("numpy", "resident", "floor", "native_floor", "native_floor_upload") + AS_WRITTEN
                                    if name in walls}
     for peer in peers:
         entry = result["peers"][peer.name]

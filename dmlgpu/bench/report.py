@@ -38,8 +38,13 @@ def header(peers: list[Peer]) -> str:
     return cols
 
 
+#: How a line names the latency figures of calls as users write them (``gpu_cases._as_written``).
+AS_WRITTEN_LABELS = (("resident_as_written", "argmax(t).numpy()"), ("numpy_module", "dmlgpu.numpy"),
+                     ("numpy_module_resident", "np.asarray(dmlgpu.numpy(t))"), ("onnx", "onnx rep.run"))
+
+
 def line(result: dict, peers: list[Peer]) -> str:
-    head = f"{result['name']:<14} {Case.from_json({k: result[k] for k in Case._KEYS}).label:<34}"
+    head = f"{result['name']:<14} {Case.from_json({k: result[k] for k in Case._KEYS if k in result}).label:<34}"
     if result["status"] != "ok":
         return f"{head} {result['status']}: {result.get('reason', '')}"
     if result["kind"] == "numpy":
@@ -52,6 +57,11 @@ def line(result: dict, peers: list[Peer]) -> str:
         if result["op"] == "hardmax":  # an output as large as the input comes back
             text += (f", read-back {_fmt_gbps(result['read_back_gbps'])} GB/s (a new array filled from host memory"
                      f" on {result['host_fill_threads']} threads: {_fmt_gbps(result['host_fill_gbps'])} GB/s)")
+    elif result["kind"] == "throughput":
+        text = f"{head} calls/s at " + "; ".join(
+            f"{threads} threads: " + ", ".join(f"{name} {by_threads[threads]:.0f}" for name, by_threads in
+                                               result["calls_per_s"].items())
+            for threads in next(iter(result["calls_per_s"].values())))
     elif result["kind"] == "loop":
         text = (f"{head} {result['calls']} resident calls back to back: {_fmt_time(result['wall_per_call_s'])} a call, "
                 f"GPU time {_fmt_time(result['gpu_s'])}: {result['pct_of_gpu_rate']:.0f}% of the rate it allows")
@@ -73,6 +83,9 @@ def line(result: dict, peers: list[Peer]) -> str:
         if "native_floor" in lat:
             extras.append(f"straight through wgpu-native {_fmt_time(lat['native_floor']['p50_s'])}, "
                           f"with the input's upload {_fmt_time(lat['native_floor_upload']['p50_s'])}")
+        written = [f"{label} {_fmt_time(lat[name]['p50_s'])}" for name, label in AS_WRITTEN_LABELS if name in lat]
+        if written:
+            extras.append("as written: " + ", ".join(written))
         for peer in peers:
             entry = result["peers"].get(peer.name, {})
             if "latency_times" in entry:

@@ -1,7 +1,7 @@
 """One run of ``dmlgpu bench``: ``main`` (the CLI's entry point: the suite, the warm-up, one
 line per case, the JSON report and the plot) and ``Bench``, the run's state (the device, the
 peers, the host data), which hands each case to the module of its kind: ``gpu_cases`` for "gpu",
-``transfers`` for "numpy" and "loop"."""
+``transfers`` for "numpy" and "loop", ``throughput`` for "throughput"."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from . import gpu_cases, transfers
+from . import gpu_cases, throughput, transfers
 from .cases import Case, Suite, host_data, load_suite
 from .ceilings import warm_up
 from .peers import Peer, TorchPeer, find_peers
@@ -31,20 +31,22 @@ class Bench:
         self._host: tuple[tuple[DataType, int], np.ndarray] | None = None  # (type and size, data)
 
     def host(self, case: Case) -> np.ndarray:
-        """Random data for a case, generated once and reused by cases of the same type and size."""
-        key = (case.dtype, math.prod(case.shape))
+        """Random data for a case, generated once and reused by cases of the same type and size;
+        for a case ``within`` a larger array, the leading part of that array's data."""
+        shape = case.within or case.shape
+        key = (case.dtype, math.prod(shape))
         if self._host is None or self._host[0] != key:
             self._host = None  # free the last one first
-            self._host = (key, host_data(case, self.rng).reshape(-1))
-        return self._host[1].reshape(case.shape)
+            self._host = (key, host_data(case, self.rng, shape).reshape(-1))
+        return self._host[1].reshape(shape)[tuple(slice(0, n) for n in case.shape)]
 
     def run_case(self, case: Case) -> dict:
         """A case of kind "gpu" (``gpu_cases.run``)."""
         return gpu_cases.run(self, case)
 
     def run_transfer(self, case: Case) -> dict:
-        """A case of kind "numpy" or "loop" (``transfers.run``)."""
-        return transfers.run(self, case)
+        """A case of kind "numpy" or "loop" (``transfers.run``), or "throughput" (``throughput.run``)."""
+        return throughput.run(self, case) if case.kind == "throughput" else transfers.run(self, case)
 
 
 def main(device, args) -> int:
