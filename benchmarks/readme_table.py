@@ -1,10 +1,15 @@
-"""The README's performance tables, from a full-suite JSON of ``dmlgpu bench``.
+"""The performance tables of the README and the docs, from a full-suite JSON of ``dmlgpu bench``.
 
-    python benchmarks/readme_table.py benchmarks/results/RUN.json            # print them
+    python benchmarks/readme_table.py benchmarks/results/RUN.json            # print the full tables
     python benchmarks/readme_table.py benchmarks/results/RUN.json --readme README.md
 
-With ``--readme``, the text between ``<!-- bench-table -->`` and ``<!-- /bench-table -->``
-in that file is replaced, so that the README's numbers are always those of one committed run.
+With ``--readme``, two marked blocks are replaced, both from the same run, so that the numbers
+are always those of one committed run: the README's headline (a few key rows, between
+``<!-- bench-headline -->`` and ``<!-- /bench-headline -->``) and the full tables of the
+performance page (``docs/benchmarks.md`` beside the README unless ``--page`` names another
+file; between ``<!-- bench-tables -->`` and ``<!-- /bench-tables -->``). ``--page`` alone
+writes only the page. Paths in the tables are relative to the README's folder (the
+repository's root), or to the current folder without ``--readme``.
 """
 
 from __future__ import annotations
@@ -15,7 +20,12 @@ import os
 import re
 import sys
 
-START, END = "<!-- bench-table -->", "<!-- /bench-table -->"
+TABLES = "bench-tables"  # the performance page's block: every table
+HEADLINE = "bench-headline"  # the README's block: the key rows
+
+#: The bandwidth cases the README shows (the performance page shows them all): one of each
+#: kernel shape (long rows, columns, tiny rows), the narrow types, HARDMAX.
+HEADLINE_CASES = ("rows", "cols", "tiny_rows8", "axes02", "rows_f16", "rows_int8", "hardmax_rows")
 
 
 def _us(seconds: float) -> str:
@@ -29,17 +39,24 @@ def _what(r: dict) -> str:
     return f"`{r['name']}`: {op}{r['dtype']} {shape} axis {axes}"
 
 
-def tables(report: dict, source: str) -> str:
-    results = report["results"]
+def _intro(report: dict, source: str) -> list[str]:
     torch = next((p["version"] for p in report["peers"] if p["name"] == "torch"), None)
-    lines = [f"On an {report['device']} through {report['backend']} (`{source}`, commit `{report['commit']}`,"
-             f" the full suite{f', torch {torch} beside it' if torch else ''}; every answer checked against the oracle).",
-             "GB/s = bytes that must move / GPU time; the ceiling is a WGSL kernel reading the same bytes in the",
-             "same run (copying them, for HARDMAX).", "",
+    return [f"On an {report['device']} through {report['backend']} (`{source}`, commit `{report['commit']}`,"
+            f" the full suite{f', torch {torch} beside it' if torch else ''}; every answer checked against the oracle).",
+            "GB/s = bytes that must move / GPU time; the ceiling is a WGSL kernel reading the same bytes in the",
+            "same run (copying them, for HARDMAX)."]
+
+
+def _bandwidth(results: list) -> list:
+    return [r for r in results if r["kind"] == "gpu" and not r["latency"] and r["status"] == "ok"]
+
+
+def tables(report: dict, source: str) -> str:
+    """Every table of a run: bandwidth, small calls, transfers, the resident loop."""
+    results = report["results"]
+    lines = _intro(report, source) + ["",
              "| case | dmlgpu GB/s | % of ceiling | torch GB/s | speed-up over torch |", "|---|---|---|---|---|"]
-    for r in results:
-        if r["kind"] != "gpu" or r["latency"] or r["status"] != "ok":
-            continue
+    for r in _bandwidth(results):
         t = r["peers"].get("torch", {})
         lines.append(f"| {_what(r)} | {r['gbps']:.0f} | {r['pct_of_ceiling']:.0f}% | {t.get('gbps', 0):.0f} |"
                      f" {t.get('speedup', 0):.2f} |")
@@ -78,27 +95,73 @@ def tables(report: dict, source: str) -> str:
     return "\n".join(lines)
 
 
+def headline(report: dict, source: str) -> str:
+    """The README's few lines: key bandwidth rows, the range over every case, one small call,
+    one large NumPy call, with the performance page for the rest."""
+    results = report["results"]
+    lines = _intro(report, source) + ["", "| case | dmlgpu GB/s | % of ceiling | speed-up over torch |",
+                                      "|---|---|---|---|"]
+    gpu = _bandwidth(results)
+    for r in gpu:
+        if r["name"] in HEADLINE_CASES:
+            t = r["peers"].get("torch", {})
+            lines.append(f"| {_what(r)} | {r['gbps']:.0f} | {r['pct_of_ceiling']:.0f}% | {t.get('speedup', 0):.2f} |")
+    lines.append("")
+    if gpu:
+        pcts = [r["pct_of_ceiling"] for r in gpu]
+        ups = [r["peers"]["torch"]["speedup"] for r in gpu if r["peers"].get("torch", {}).get("speedup")]
+        over = f"; {min(ups):.2f}x to {max(ups):.2f}x torch's speed" if ups else ""
+        lines.append(f"Over all {len(gpu)} bandwidth cases of the suite: {min(pcts):.0f}% to {max(pcts):.0f}% of the"
+                     f" ceiling{over}.")
+    small = next((r for r in results if r.get("latency") and r["status"] == "ok"), None)
+    if small is not None:
+        lat, t = small["latency_times"], small["peers"].get("torch", {})
+        peer = f" (torch {_us(t['e2e_s'])})" if t.get("e2e_s") else ""
+        peer_resident = f" (torch {_us(t['e2e_resident_s'])})" if t.get("e2e_resident_s") else ""
+        lines.append(f"A small call ({_what(small)}): NumPy in, NumPy out {_us(lat['numpy']['p50_s'])} p50{peer};"
+                     f" GPU-resident in, NumPy out {_us(lat['resident']['p50_s'])}{peer_resident}.")
+    large = next((r for r in results if r["kind"] == "numpy" and r["status"] == "ok"), None)
+    if large is not None:
+        lines.append(f"A large NumPy call ({_what(large)}): {_us(large['e2e_s'])} NumPy in, NumPy out,"
+                     f" {large['x_numpy']:.1f}x `np.argmax` on the CPU.")
+    return "\n".join(lines)
+
+
+def _replace(path: str, name: str, text: str) -> bool:
+    """Replace the block ``<!-- name -->`` ... ``<!-- /name -->`` of the file at ``path``."""
+    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    with open(path) as f:
+        old = f.read()
+    block = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+    if not block.search(old):
+        print(f"{path} has no {start} ... {end} block", file=sys.stderr)
+        return False
+    new = block.sub(lambda _: f"{start}\n{text}\n{end}", old)
+    if new != old:
+        with open(path, "w") as f:
+            f.write(new)
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", help="a full-suite JSON from dmlgpu bench --json")
-    parser.add_argument("--readme", help="replace the marked block of this file")
+    parser.add_argument("--readme", help=f"replace this file's {HEADLINE} block, and the performance page's")
+    parser.add_argument("--page", help=f"replace this file's {TABLES} block (default with --readme: "
+                                       "docs/benchmarks.md beside the README)")
     args = parser.parse_args()
     with open(args.json) as f:
         report = json.load(f)
-    source = os.path.relpath(args.json, os.path.dirname(os.path.abspath(args.readme)) if args.readme else ".")
-    text = tables(report, source)
-    if not args.readme:
-        print(text)
+    root = os.path.dirname(os.path.abspath(args.readme)) if args.readme else "."
+    source = os.path.relpath(args.json, root)
+    page = args.page or (os.path.join(root, "docs", "benchmarks.md") if args.readme else None)
+    if not args.readme and not page:
+        print(tables(report, source))
         return 0
-    with open(args.readme) as f:
-        readme = f.read()
-    block = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
-    if not block.search(readme):
-        print(f"{args.readme} has no {START} ... {END} block", file=sys.stderr)
-        return 1
-    with open(args.readme, "w") as f:
-        f.write(block.sub(lambda _: f"{START}\n{text}\n{END}", readme))
-    return 0
+    ok = _replace(page, TABLES, tables(report, source))
+    if args.readme:
+        ok = _replace(args.readme, HEADLINE, headline(report, source)) and ok
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

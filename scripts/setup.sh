@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent setup: a Vulkan driver (Mesa's lavapipe if none is installed) and a C compiler,
-# then .venv with dmlgpu installed editable plus the test extras (onnx, dask) and the lint
-# extras. Safe to run again; it skips what is done.
+# then .venv with dmlgpu installed editable plus the test extras (onnx, dask), the lint
+# extras and the docs extras (mkdocs). Safe to run again; it skips what is done.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -51,8 +51,8 @@ EOF
 then
   echo "[setup] install: up to date (pyproject.toml unchanged)"
 else
-  echo "[setup] install: pip install -e .[test,lint]"
+  echo "[setup] install: pip install -e .[test,lint,docs]"
   rm -f "$stamp"
-  .venv/bin/python -m pip install -q -e ".[test,lint]"
+  .venv/bin/python -m pip install -q -e ".[test,lint,docs]"
   echo "$want" >"$stamp"
 fi

@@ -1,6 +1,6 @@
 """Feature levels (SPEC.md section 3, issue 13): which operators, types and dimension counts
-each DirectML feature level has, checked at every boundary without a GPU; the README's
-table and ``dmlgpu info`` against the one table in ``types.py``.
+each DirectML feature level has, checked at every boundary without a GPU; the table of the
+docs' semantics page and ``dmlgpu info`` against the one table in ``types.py``.
 
 A boundary is tested both ways: the descriptor is accepted at the level it needs and at
 every level above, and refused at the level just below (with a message naming the field or
@@ -37,7 +37,8 @@ from dmlgpu.types import (
 )
 
 L = FeatureLevel
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+#: The page that holds the feature-level table (``docs/semantics.md``, "Types and feature levels").
+PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "semantics.md"
 
 
 def rx(*parts: str) -> str:
@@ -178,14 +179,14 @@ def test_argmax_below_3_0_names_the_operator_at_each_level():
             ArgMaxOperatorDesc(t(sizes=RANK4), axes=[0]).check_feature_level(level.directml_name)
 
 
-# --- the README's table and ``dmlgpu info`` say what the table in types.py says --------
+# --- the semantics page's table and ``dmlgpu info`` say what the table in types.py says
 
 def _row(level, operators, support) -> str:
     return f"| {level.value} | {', '.join(operators)} | {' | '.join(describe(support))} |"
 
 
-def test_readme_table_is_the_table_in_types():
-    lines = README.read_text().splitlines()
+def test_page_table_is_the_table_in_types():
+    lines = PAGE.read_text().splitlines()
     header = lines.index("| from feature level | operators | input types | output types | dimensions |")
     rows = []
     for line in lines[header + 2:]:
@@ -195,8 +196,8 @@ def test_readme_table_is_the_table_in_types():
     assert rows == [_row(*change) for change in support_changes()]
 
 
-def test_readme_names_the_default_and_the_levels():
-    text = README.read_text()
+def test_page_names_the_default_and_the_levels():
+    text = PAGE.read_text()
     assert f"the default is {DEFAULT_FEATURE_LEVEL.value}" in text
     assert "DML_FEATURE_LEVEL_6_4" in text
 

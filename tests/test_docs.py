@@ -1,0 +1,228 @@
+"""The documentation held to the code, where that is cheap (no GPU, no docs build).
+
+- ``docs/architecture.md`` names only module files that exist, names every module of the
+  package (a new module without a place on the page fails here), and the import rules it
+  states hold.
+- The API reference has a ``:::`` entry for every public name.
+- Every page is in ``mkdocs.yml``'s nav, and the README's links lead to pages and headings
+  that exist (the README is not part of the built site, so ``mkdocs build --strict`` does not
+  check it).
+- The performance tables of the README and of ``docs/benchmarks.md`` are what
+  ``benchmarks/readme_table.py`` writes from the run they name.
+
+The build itself (``bash scripts/docs.sh``, ``mkdocs build --strict``) checks the rest: links
+and anchors between pages, and that every ``:::`` entry resolves.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "dmlgpu"
+DOCS = ROOT / "docs"
+ARCHITECTURE = DOCS / "architecture.md"
+REFERENCE = DOCS / "reference"
+README = ROOT / "README.md"
+
+#: Folders at the repository's root that the architecture page names files in; any other path
+#: on the page is relative to dmlgpu/.
+ROOT_FOLDERS = ("shaders", "tests", "benchmarks", "scripts", "docs")
+_FILE = re.compile(r"(?<![\w/.*-])((?:[\w-]+/)*[\w-]+\.(?:py|c|wgsl))\b")
+
+#: The rooms that the architecture page says import neither wgpu nor the runtime.
+PURE_ROOMS = ("desc", "types", "errors", "layout", "plan", "pieces", "wgsl", "oracle", "explainer")
+#: What the runtime may import from the rest of the library (the page says so).
+RUNTIME_MAY_IMPORT = {"dmlgpu.errors", "dmlgpu.plan"}
+
+
+def named_files(text: str) -> set[pathlib.Path]:
+    """Every file path the text names, resolved against the repository."""
+    found = set()
+    for name in _FILE.findall(text):
+        name = name.removeprefix("dmlgpu/")
+        first = name.split("/")[0]
+        if name.endswith(".wgsl") and "/" not in name:
+            found.add(ROOT / "shaders" / name)
+        elif first in ROOT_FOLDERS:
+            found.add(ROOT / name)
+        else:
+            found.add(PACKAGE / name)
+    return found
+
+
+def package_modules() -> list[pathlib.Path]:
+    """Every module file of the package, subpackages included (``__init__.py`` aside)."""
+    files = [p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"] + list(PACKAGE.rglob("*.c"))
+    return sorted(p for p in files if "__pycache__" not in p.parts)
+
+
+def test_architecture_names_only_files_that_exist():
+    missing = sorted(str(p.relative_to(ROOT)) for p in named_files(ARCHITECTURE.read_text()) if not p.is_file())
+    assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+
+
+def test_architecture_names_every_module():
+    named = named_files(ARCHITECTURE.read_text())
+    unnamed = [str(p.relative_to(ROOT)) for p in package_modules() if p not in named]
+    assert not unnamed, (f"modules with no place on docs/architecture.md: {unnamed}; name each in the room "
+                         f"tables (and on a call's route if a call goes through it)")
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    """The absolute names of the modules a file imports, relative imports resolved, imports
+    inside functions included."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            names.add(base)
+            names |= {f"{base}.{alias.name}" for alias in node.names}  # "from . import layout"
+    return names
+
+
+@pytest.mark.parametrize("room", PURE_ROOMS)
+def test_pure_rooms_import_neither_wgpu_nor_the_runtime(room):
+    imported = _imports(PACKAGE / f"{room}.py")
+    bad = sorted(n for n in imported if n.split(".")[0] == "wgpu" or n.startswith("dmlgpu.runtime"))
+    assert not bad, f"dmlgpu/{room}.py imports {bad}, but docs/architecture.md says it imports neither"
+
+
+def test_the_runtime_imports_only_errors_and_plan_from_the_library():
+    for path in sorted((PACKAGE / "runtime").rglob("*.py")):
+        outside = {n for n in _imports(path) if n.startswith("dmlgpu.") and not n.startswith("dmlgpu.runtime")}
+        modules = {".".join(n.split(".")[:2]) for n in outside}
+        assert modules <= RUNTIME_MAY_IMPORT, f"{path.relative_to(ROOT)} imports {sorted(modules)}"
+
+
+def _dunder_all(path: pathlib.Path) -> list[str] | None:
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    return None
+
+
+def _entries(page: pathlib.Path) -> list[str]:
+    return re.findall(r"^::: ([\w.]+)", page.read_text(), re.M)
+
+
+# page of the API reference -> the module whose public names (``__all__``) it must document
+REFERENCE_PAGES = {
+    "dmlgpu.md": "__init__.py",
+    "numpy.md": "numpy.py",
+    "dask.md": "dask.py",
+    "explain.md": "explainer.py",
+    "onnx_backend.md": "onnx_backend.py",
+}
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``name = Class.attribute`` assignments: name -> Class (the ONNX backend's
+    functions are its class's methods, documented with the class)."""
+    return {t.id: node.value.value.id for node in tree.body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+@pytest.mark.parametrize("page, module", REFERENCE_PAGES.items())
+def test_the_api_reference_has_an_entry_for_every_public_name(page, module):
+    """Every name of the module's ``__all__`` is a ``:::`` entry of its page (the package's
+    own names: of any reference page), or an alias of a class that is."""
+    pages = REFERENCE.glob("*.md") if module == "__init__.py" else [REFERENCE / page]
+    documented = {e.split(".")[-1] for p in pages for e in _entries(p)}
+    tree = ast.parse((PACKAGE / module).read_text())
+    public = _dunder_all(PACKAGE / module)
+    if public is None:  # no __all__: the classes and functions not starting with _
+        public = [n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))
+                  and not n.name.startswith("_")]
+    aliases = _aliases(tree)
+    missing = [name for name in public if name not in documented and aliases.get(name) not in documented]
+    assert not missing, f"docs/reference/{page} has no ::: entry for {missing}"
+
+
+def test_every_public_module_has_a_reference_page():
+    """The modules a user imports by name (beside ``dmlgpu`` itself) each have a page."""
+    pages = {p.name for p in REFERENCE.glob("*.md")}
+    assert set(REFERENCE_PAGES) <= pages
+    assert all(f"::: dmlgpu.{m.removesuffix('.py')}" in (REFERENCE / p).read_text()
+               for p, m in REFERENCE_PAGES.items() if m != "__init__.py")
+
+
+def test_every_page_is_in_the_nav():
+    nav = re.findall(r"^\s+- (?:[^:\n]+: )?(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), re.M)
+    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
+    assert sorted(nav) == pages
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as MkDocs' ``toc`` extension makes it."""
+    text = re.sub(r"[^\w\s-]", "", heading.strip().lower())
+    return re.sub(r"[-\s]+", "-", text).strip("-")
+
+
+def anchors(page: pathlib.Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)  # no headings in code
+    return {slug(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+def test_the_readme_links_lead_somewhere():
+    for target in re.findall(r"\]\(([^)\s]+)\)", README.read_text()):
+        if re.match(r"\w+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        page = ROOT / path
+        assert page.exists(), f"README.md links to {target}, which does not exist"
+        if anchor:
+            assert anchor in anchors(page), f"README.md links to {target}, but {path} has no such heading"
+
+
+def test_the_readme_is_a_front_page():
+    """What it is, the two commands (and how the tests get an adapter without a GPU), a tour
+    that links each entry point's page, the headline numbers; the rest lives in docs/."""
+    text = README.read_text()
+    assert len(text.splitlines()) < 200
+    for needed in ("bash scripts/demo.sh", "bash scripts/test.sh", "mesa-vulkan-drivers", "lavapipe",
+                   "docs/python-api.md", "docs/numpy.md", "docs/onnx.md", "docs/dask.md", "docs/cli.md",
+                   "docs/benchmarks.md", "docs/architecture.md", "<!-- bench-headline -->"):
+        assert needed in text, needed
+
+
+def _readme_table():
+    spec = importlib.util.spec_from_file_location("readme_table", ROOT / "benchmarks" / "readme_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _block(path: pathlib.Path, name: str) -> str:
+    text = path.read_text()
+    start, end = f"<!-- {name} -->\n", f"\n<!-- /{name} -->"
+    assert start in text and end in text, f"{path.name} has no {name} block"
+    return text[text.index(start) + len(start):text.index(end)]
+
+
+@pytest.mark.parametrize("path, name, writer", [
+    (README, "bench-headline", "headline"),
+    (DOCS / "benchmarks.md", "bench-tables", "tables"),
+])
+def test_the_bench_tables_are_those_of_the_run_they_name(path, name, writer):
+    """What ``python benchmarks/readme_table.py RUN.json --readme README.md`` writes: both
+    blocks from the same committed run, unedited."""
+    block = _block(path, name)
+    source = re.search(r"\(`(benchmarks/results/[^`]+\.json)`", block).group(1)
+    report = json.loads((ROOT / source).read_text())
+    assert block == getattr(_readme_table(), writer)(report, source)
+    assert source in _block(README if path != README else DOCS / "benchmarks.md",
+                            "bench-tables" if path == README else "bench-headline")
