@@ -12,12 +12,11 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, Protocol, cast
 
 import numpy as np
 import wgpu
 
-from ..layout import Gather
 from .interrupts import interrupts_held
 from .memory import MAP_READ, MAP_WRITE, READABLE, word_size
 from .native import Handle, NativePath
@@ -51,6 +50,18 @@ PARALLEL_COPY_ABOVE = 4 << 20
 #: bus is shared, so a few streams in flight fill it, and each ring is ``RING_DEPTH`` x
 #: ``RING_CHUNK`` of host memory mapped for the GPU.
 MAX_RINGS = 4
+
+
+class Rows(Protocol):
+    """Bytes to upload that are gathered row by row as they go (``layout.Gather``: a view's
+    elements without its gaps): ``nbytes`` in all, ``row_bytes`` a row, ``copy_rows`` copying
+    rows into a destination, and ``x``, the array they come from."""
+
+    nbytes: int
+    row_bytes: int
+    x: np.ndarray
+
+    def copy_rows(self, dst: np.ndarray, first: int, count: int) -> None: ...
 
 
 def all_done(parts: list) -> None:
@@ -127,9 +138,6 @@ class Transfers:
         Mid-sized writes (``_write_staged``) are copied into reused mapped staging; large
         writes stream through the staging ring (``upload``).
         """
-        if isinstance(data, Gather):
-            self.upload(buffer, data, offset)
-            return
         raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
         if raw.nbytes > self.stream_above:
             self.upload(buffer, raw, offset)
@@ -224,8 +232,8 @@ class Transfers:
             return
         copy_in_parts(copier, dst, src, threads)
 
-    def _gather_host(self, dst: np.ndarray, source: Gather, first_row: int, rows: int) -> None:
-        """Rows of a view gathered into ``dst`` on the write threads (``Gather.copy_rows``)."""
+    def _gather_host(self, dst: np.ndarray, source: Rows, first_row: int, rows: int) -> None:
+        """Rows of a view gathered into ``dst`` on the write threads (``Rows.copy_rows``)."""
         copier, threads = self._copier, self.copy_threads[True]
         if copier is None or threads < 2 or dst.nbytes < self.parallel_copy_above:
             source.copy_rows(dst, first_row, rows)
@@ -238,16 +246,16 @@ class Transfers:
             parts.append(copier.submit(source.copy_rows, dst[at:at + count * size], r, count))
         all_done(parts)
 
-    def upload(self, buffer, source: np.ndarray | Gather, offset: int = 0,
+    def upload(self, buffer, source: np.ndarray | Rows, offset: int = 0,
                on_chunk: Callable[[int], Any] | None = None) -> None:
         """Stream ``source`` into ``buffer`` (see ``_upload``), Ctrl-C held back meanwhile."""
         with interrupts_held():
             self._upload(buffer, source, offset, on_chunk)
 
-    def _upload(self, buffer, source: np.ndarray | Gather, offset: int = 0,
+    def _upload(self, buffer, source: np.ndarray | Rows, offset: int = 0,
                 on_chunk: Callable[[int], Any] | None = None) -> None:
         """Stream ``source`` into ``buffer`` at ``offset`` through a MAP_WRITE ring: bytes (a
-        uint8 array), or a view's elements gathered row by row (``layout.Gather``), so that
+        uint8 array), or a view's elements gathered row by row (``Rows``: ``layout.Gather``), so that
         its gaps never cross the bus.
 
         The host fills one staging buffer (on several threads, outside the lock) while the GPU
@@ -258,7 +266,7 @@ class Transfers:
         runner, path = self.runner, self.runner.path
         ring = self._take_ring(True)
         whole = chunk = ring[0][0].size  # what a staging buffer holds, and what it is filled with
-        if isinstance(source, Gather):
+        if not isinstance(source, np.ndarray):
             if source.row_bytes > chunk:  # rows longer than a chunk: packed on the host first
                 source = np.ascontiguousarray(source.x).reshape(-1).view(np.uint8)
             else:
@@ -275,7 +283,7 @@ class Transfers:
                 path.wait(m, None)  # mapped again once the GPU has copied out of it
                 size = min(chunk, source.nbytes - start)
                 view = path.mapped(m)
-                if isinstance(source, Gather):
+                if not isinstance(source, np.ndarray):
                     self._gather_host(view[:size], source, start // source.row_bytes, size // source.row_bytes)
                 else:
                     self._copy_host(view[:size], source[start:start + size], write=True)
