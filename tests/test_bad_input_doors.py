@@ -1,0 +1,429 @@
+"""Bad input through every door (issue 23): random bad calls of ``dmlgpu.onnx_backend``, of
+``dmlgpu explain`` (call strings and descriptor JSON) and of the ``dmlgpu`` command's flags.
+
+Each door gets thousands of seeded random cases, most of them broken on purpose. Every case
+must either work or fail with one of the door's documented errors (an allowlist of exact
+types), raised by dmlgpu's own code (so nothing escapes from inside protobuf, onnx, json or
+NumPy), with a one-line message that names what is wrong; and the next valid call must still
+give the right answer. ``DMLGPU_FUZZ_SEED`` changes the seed and ``DMLGPU_FUZZ_CASES`` the
+number of cases per door (default 2000).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import time
+import traceback
+
+import numpy as np
+import pytest
+
+if os.environ.get("CI", "").lower() == "true":
+    import onnx  # CI must run these tests: a missing onnx is a failure, not a skip
+else:
+    onnx = pytest.importorskip("onnx")
+
+from onnx import TensorProto, helper, numpy_helper
+
+import dmlgpu
+import dmlgpu.onnx_backend as backend
+
+SEED = int(os.environ.get("DMLGPU_FUZZ_SEED", "23"))
+CASES = int(os.environ.get("DMLGPU_FUZZ_CASES", "2000"))
+PACKAGE = os.path.dirname(os.path.abspath(dmlgpu.__file__))
+#: No single case may take longer than this (a bad number must not make a call hang).
+CASE_SECONDS = 5.0
+
+
+class Door:
+    """The outcomes of one door's cases, and what was wrong with any of them."""
+
+    def __init__(self, name: str, allowed: tuple[type, ...]):
+        self.name, self.allowed = name, allowed
+        self.outcomes: collections.Counter = collections.Counter()
+        self.problems: list[str] = []
+        self.valid_calls = 0
+        self.slowest = (0.0, "")
+
+    def refused(self, err: BaseException, case: str, hint: str | None = None) -> None:
+        """Hold an error raised by a bad case to the door's rules."""
+        kind = type(err)
+        self.outcomes[kind.__name__] += 1
+        where = traceback.extract_tb(err.__traceback__)[-1].filename if err.__traceback__ else "?"
+        message = str(err)
+        if kind not in self.allowed:
+            self.problem(case, f"{kind.__module__}.{kind.__name__} is not among the door's errors: {message[:300]}\n"
+                               + "".join(traceback.format_exception(err)[-6:]))
+        elif not os.path.abspath(where).startswith(PACKAGE):
+            self.problem(case, f"{kind.__name__} raised in {where}, not by dmlgpu: {message[:300]}")
+        elif not message.strip() or "\n" in message or len(message) > 1500:
+            self.problem(case, f"{kind.__name__}'s message is not one line of text: {message[:300]!r}")
+        elif hint is not None and not re.search(hint, message, re.I):
+            self.problem(case, f"{kind.__name__}: {message[:300]!r} does not name /{hint}/")
+
+    def worked(self) -> None:
+        self.outcomes["worked"] += 1
+
+    def problem(self, case: str, what: str) -> None:
+        self.problems.append(f"{case[:400]}\n    -> {what}")
+
+    def timed(self, started: float, case: str) -> None:
+        took = time.perf_counter() - started
+        if took > self.slowest[0]:
+            self.slowest = (took, case[:200])
+
+    def check(self) -> None:
+        print(f"\n{self.name}: {sum(self.outcomes.values())} cases, {dict(self.outcomes.most_common())}; "
+              f"{self.valid_calls} valid calls after them; slowest case {self.slowest[0]:.3f} s: {self.slowest[1]}")
+        assert not self.problems, f"{len(self.problems)} problems, e.g.:\n" + "\n".join(self.problems[:8])
+        assert self.slowest[0] < CASE_SECONDS, f"a case took {self.slowest[0]:.1f} s: {self.slowest[1]}"
+        assert sum(self.outcomes.values()) >= CASES
+
+
+def pick(rng: np.random.Generator, items):
+    return items[int(rng.integers(len(items)))]
+
+
+JUNK_TEXT = ["", " ", "\x00", "\n", "é", "∞", "😀", "\u202e", "\ud800", "ARGMAX", "-1", "1e999", "(", ")", "{", "}",
+             "[", "]", "=", ",", "x", "None", "null", "9" * 30, "%s", "\\", "'", '"']
+
+# ------------------------------------------------------------------------- onnx_backend
+
+ONNX_ERRORS = (dmlgpu.ModelError, dmlgpu.DataError, dmlgpu.DescriptorError, ValueError, TypeError)
+NEWEST = onnx.defs.onnx_opset_version()
+FLOATS = [TensorProto.FLOAT, TensorProto.FLOAT16]
+INTS = [TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32,
+        TensorProto.UINT32, TensorProto.INT64, TensorProto.UINT64]
+
+
+def random_model(rng) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A valid model of one to three ArgMax/ArgMin/Hardmax nodes, and inputs that fit it."""
+    opset = pick(rng, [1, 11, 12, 13, 18, NEWEST])
+    rank = int(rng.integers(1, 4))
+    shape = [int(n) for n in rng.integers(1, 4, rank)]
+    first_hardmax = rng.integers(3) == 0
+    elem = pick(rng, FLOATS) if first_hardmax else pick(rng, FLOATS + INTS)
+    nodes, name, cur_rank, cur_elem = [], "x", rank, elem
+    for i in range(int(rng.integers(1, 4))):
+        op = "Hardmax" if (i == 0 and first_hardmax) or (cur_elem in FLOATS and rng.integers(4) == 0) else \
+            pick(rng, ["ArgMax", "ArgMin"])
+        if op == "Hardmax" and cur_elem not in FLOATS:
+            op = "ArgMax"
+        attrs: dict = {}
+        low = -cur_rank if opset >= 11 else 0
+        if op == "Hardmax":
+            if rng.integers(2):
+                attrs["axis"] = int(rng.integers(low, cur_rank))
+        else:
+            if rng.integers(2):
+                attrs["axis"] = int(rng.integers(low, cur_rank))
+            keep = int(rng.integers(2)) if cur_rank > 1 else 1
+            if rng.integers(2) or not keep:
+                attrs["keepdims"] = keep
+            if opset >= 12 and rng.integers(2):
+                attrs["select_last_index"] = int(rng.integers(2))
+        out = f"y{i}"
+        nodes.append(helper.make_node(op, [name], [out], name=f"n{i}" if rng.integers(2) else "", **attrs))
+        if op != "Hardmax":
+            cur_elem = TensorProto.INT64
+            cur_rank = cur_rank if attrs.get("keepdims", 1) else cur_rank - 1
+        name = out
+    outputs = [helper.make_tensor_value_info(name, cur_elem, [None] * cur_rank)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", elem, shape)], outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    x = rng.integers(-3, 4, shape).astype(helper.tensor_dtype_to_np_dtype(elem))
+    return model, {"x": x}
+
+
+def _attribute(node, name: str):
+    return next((a for a in node.attribute if a.name == name), None)
+
+
+def mutate_model(rng, model: onnx.ModelProto, tmp) -> tuple[object, str | None]:
+    """One random breakage of a model: what to give ``prepare``, and a regex its error must match."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    node = g.node[int(rng.integers(len(g.node)))]
+    kind = int(rng.integers(26))
+    if kind == 0:  # random bytes
+        return rng.bytes(int(rng.integers(0, 200))), r"model|protobuf|checker"
+    if kind == 1:  # truncated
+        data = m.SerializeToString()
+        return data[: int(rng.integers(0, len(data)))], None
+    if kind == 2:  # bytes flipped
+        data = bytearray(m.SerializeToString())
+        for _ in range(int(rng.integers(1, 4))):
+            data[int(rng.integers(len(data)))] = int(rng.integers(256))
+        return bytes(data), None
+    if kind == 3:  # paths
+        choice = int(rng.integers(4))
+        if choice == 0:
+            return str(tmp / f"missing-{rng.integers(1 << 30)}.onnx"), "does not exist"
+        if choice == 1:
+            return str(tmp), "directory"
+        path = tmp / f"junk-{rng.integers(1 << 30)}.onnx"
+        path.write_bytes(rng.bytes(int(rng.integers(1, 64))) if choice == 2 else m.SerializeToString())
+        return (str(path) if rng.integers(2) else path), (r"model|protobuf|checker" if choice == 2 else None)
+    if kind == 4:  # not a model at all
+        return pick(rng, [None, 5, 2.5, [m], {"graph": 1}, object(), b"", "", bytearray(b"\x08\x07")]), None
+    if kind == 5:  # op type
+        node.op_type = pick(rng, ["", "Relu", "argmax", "ArgMaxx", "Hardmax2", "ArgMax\n", "ArgMínimo", "Add",
+                                  "ReduceMax", "Identity", "\x00"])
+        return m, r"op ?type|op_type|not one dmlgpu runs|No Op registered|checker"
+    if kind == 6:  # domain
+        node.domain = pick(rng, ["com.microsoft", "ai.onnx.ml", "x", "é", "ai.onnx.preview.training"])
+        return m, r"op type|domain|checker|opset"
+    if kind == 7:  # an unknown attribute
+        node.attribute.append(helper.make_attribute(pick(rng, ["foo", "axes", "Axis", "é", "keep_dims"]), 1))
+        return m, r"attribute|checker"
+    if kind == 8:  # an attribute of another type
+        name = pick(rng, ["axis", "keepdims", "select_last_index"])
+        a = _attribute(node, name) or node.attribute.add()
+        a.Clear()
+        a.name = name
+        value = pick(rng, [1.5, "one", [1, 2], [0.5], b"x"])
+        a.CopyFrom(helper.make_attribute(name, value))
+        return m, rf"{name}|attribute|checker"
+    if kind == 9:  # an attribute of a bad value
+        name = pick(rng, ["axis", "keepdims", "select_last_index"])
+        a = _attribute(node, name) or node.attribute.add()
+        a.CopyFrom(helper.make_attribute(name, int(pick(rng, [2, -1, 5, 9, -9, 2**40, -(2**62), 1 << 62]))))
+        return m, rf"{name}|attribute|axis|checker"
+    if kind == 10:  # an attribute twice, or one of undefined type
+        if rng.integers(2) and node.attribute:
+            node.attribute.append(node.attribute[0])
+        else:
+            a = node.attribute.add()
+            a.name = "axis"
+        return m, r"axis|attribute|checker"
+    if kind == 11:  # opset version
+        m.opset_import[0].version = int(pick(rng, [0, -1, 2, 5, 10, NEWEST + 1, 999, 2**40, -(2**40)]))
+        return m, r"opset|domain_version|No Op|checker"
+    if kind == 12:  # opsets: none, another domain, two
+        choice = int(rng.integers(3))
+        if choice == 0:
+            del m.opset_import[:]
+        elif choice == 1:
+            m.opset_import[0].domain = pick(rng, ["ai.onnx.ml", "com.microsoft", "x"])
+        else:
+            m.opset_import.append(helper.make_opsetid("", int(rng.integers(1, NEWEST + 1))))
+        return m, r"opset|domain|checker"
+    if kind == 13:  # ir_version
+        m.ir_version = int(pick(rng, [0, 1, 2, 99, 2**40, -1]))
+        return m, r"ir_version|checker|opset"
+    if kind == 14:  # graph inputs and outputs removed or renamed
+        choice = int(rng.integers(4))
+        if choice == 0:
+            del g.input[:]
+        elif choice == 1:
+            del g.output[:]
+        elif choice == 2:
+            g.output[0].name = pick(rng, ["nope", "", "x"])
+        else:
+            g.input[0].name = pick(rng, ["nope", "", "y0"])
+        return m, None
+    if kind == 15:  # node inputs and outputs
+        choice = int(rng.integers(4))
+        if choice == 0:
+            del node.input[:]
+        elif choice == 1:
+            node.input.append(pick(rng, ["x", "extra", ""]))
+        elif choice == 2:
+            del node.output[:]
+        else:
+            node.input[0] = pick(rng, ["nope", "", "y9"]) if node.input else "nope"
+        return m, None
+    if kind == 16:  # the input's element type
+        g.input[0].type.tensor_type.elem_type = int(pick(rng, [0, -4, 11, 16, 8, 9, 14, 23, 100, 2**31 - 1]))
+        return m, r"type|checker"
+    if kind == 17:  # the input's dimensions
+        dims = g.input[0].type.tensor_type.shape.dim
+        choice = int(rng.integers(4))
+        if choice == 0:
+            dims[int(rng.integers(len(dims)))].dim_value = int(pick(rng, [-1, -7, 2**40, 0]))
+        elif choice == 1:
+            del dims[:]
+        elif choice == 2:
+            for _ in range(int(rng.integers(6, 10))):
+                dims.add().dim_value = 1
+        else:
+            g.input[0].type.tensor_type.ClearField("shape")
+        return m, None
+    if kind == 18:  # a value of another kind than a tensor
+        vi = g.input[0] if rng.integers(2) else g.output[0]
+        vi.type.Clear()
+        if rng.integers(2):
+            vi.type.sequence_type.elem_type.tensor_type.elem_type = TensorProto.FLOAT
+        return m, None
+    if kind == 19:  # initializers: bad data, or one that is not a graph input
+        t = numpy_helper.from_array(np.zeros((2, 2), np.float32), pick(rng, ["x", "w", ""]))
+        if rng.integers(2):
+            t.raw_data = rng.bytes(int(rng.integers(0, 20)))
+        if rng.integers(3) == 0:
+            t.dims[0] = -3
+        g.initializer.append(t)
+        return m, None
+    if kind == 20:  # another node: of another op, or writing a name twice
+        extra = helper.make_node(pick(rng, ["Relu", "ArgMax", "Hardmax"]), [pick(rng, ["x", "zz"])],
+                                 [pick(rng, ["x", node.output[0] if node.output else "q", "w"])])
+        g.node.insert(int(rng.integers(len(g.node) + 1)), extra)
+        return m, None
+    if kind == 21:  # names
+        choice = int(rng.integers(3))
+        if choice == 0:
+            g.name = ""
+        elif choice == 1:
+            node.name = pick(rng, [t for t in JUNK_TEXT if t != "\ud800"])  # protobuf refuses a lone surrogate
+        else:
+            m.ClearField("graph")
+        return m, None
+    if kind == 22:  # fields cleared
+        m.Clear() if rng.integers(4) == 0 else g.ClearField(pick(rng, ["node", "input", "output"]))
+        return m, None
+    if kind == 23:  # types DirectML lacks
+        g.input[0].type.tensor_type.elem_type = pick(rng, [TensorProto.DOUBLE, TensorProto.BFLOAT16, TensorProto.BOOL,
+                                                           TensorProto.STRING, TensorProto.COMPLEX64])
+        return m, r"type|checker"
+    if kind == 24:  # the output's type
+        g.output[0].type.tensor_type.elem_type = int(pick(rng, [0, TensorProto.DOUBLE, 100]))
+        return m, None
+    return m, None  # valid: the inputs or the options are what is broken
+
+
+def bad_inputs(rng, inputs: dict[str, np.ndarray]):
+    """Inputs for ``run``: the right ones (a list, a dict or one array), or broken ones."""
+    x = inputs["x"]
+    kind = int(rng.integers(16))
+    if kind == 0:
+        return pick(rng, [None, 5, "x", b"x", 2.5, {1, 2}, object()]), None
+    if kind == 1:
+        return [x, x], "holds 2 arrays"
+    if kind == 2:
+        return [], "holds 0 arrays|missing"
+    if kind == 3:
+        return {pick(rng, ["y", "X", "", "x "]): x}, r"no input|missing"
+    if kind == 4:
+        return {1: x} if rng.integers(2) else {None: x}, "keys"
+    if kind == 5:
+        return [x.astype(pick(rng, [np.float64, np.int8, np.bool_, np.complex64, object, "U2"]))], r"dtype|objects"
+    if kind == 6:
+        return [np.zeros(tuple(int(n) + 1 for n in x.shape), x.dtype)], "shape"
+    if kind == 7:
+        return [x.reshape(-1)[:1].reshape(()) if x.size else x], None
+    if kind == 8:
+        return [[[1, 2], [3]]], r"array|shape|dtype"
+    if kind == 9:
+        return [pick(rng, [None, "abc", object(), {"a": 1}, [object()]])], r"array|objects|dtype"
+    if kind == 10:
+        return [x.tolist()], None
+    if kind == 11:
+        return [np.zeros((0,) + x.shape[1:], x.dtype)], None
+    if kind == 12:
+        return {"x": x}, None
+    if kind == 13:
+        return x, None
+    if kind == 14:
+        return (x,), None
+    return [x], None
+
+
+def bad_options(rng) -> tuple[dict, str, str | None]:
+    """``prepare``'s device and keyword arguments: good ones, or broken ones, and the hint."""
+    kind = int(rng.integers(10))
+    if kind == 0:
+        return {pick(rng, ["fast", "nan", "device_id", "dml"]): 1}, "GPU", "unexpected keyword"
+    if kind == 1:
+        return {"nan_mode": pick(rng, ["", "NAN", "propagates", 5, None, 1.5, "ignore "])}, "GPU", "nan_mode"
+    if kind == 2:
+        return {"dml_device": pick(rng, [5, "GPU", object(), "llvmpipe"])}, "GPU", "dml_device"
+    if kind == 3:
+        return {}, pick(rng, ["CPU", "", "gpu:x", None, 5, "TPU", "cpu"]), "device"
+    if kind == 4:
+        return {"nan_mode": pick(rng, ["ignore", "PROPAGATE", "DML_NAN_MODE_IGNORE"])}, pick(rng, ["GPU", "cuda", "CUDA:1"]), None
+    return {}, "GPU", None
+
+
+def test_onnx_backend_bad_models_inputs_and_options(tmp_path):
+    door = Door("onnx_backend", ONNX_ERRORS)
+    rng = np.random.default_rng(SEED)
+    check_x = np.random.default_rng(1).standard_normal((3, 5)).astype(np.float32)
+    valid_model = helper.make_model(
+        helper.make_graph([helper.make_node("ArgMax", ["x"], ["y"], axis=1)], "valid",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, [3, 1])]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    for i in range(CASES):
+        model, inputs = random_model(rng)
+        kind = int(rng.integers(10))
+        started = time.perf_counter()
+        if kind < 6:  # a broken model
+            given, hint = mutate_model(rng, model, tmp_path)
+            options, device, option_hint = {}, "GPU", None
+            feed, _ = bad_inputs(rng, inputs) if rng.integers(3) == 0 else ([inputs["x"]], None)
+            feed_hint = None  # the model's breakage may change what its inputs are
+        elif kind < 8:  # broken inputs
+            given, hint, options, device, option_hint = model, None, {}, "GPU", None
+            feed, feed_hint = bad_inputs(rng, inputs)
+        elif kind < 9:  # broken options
+            given, hint = model, None
+            options, device, option_hint = bad_options(rng)
+            feed, feed_hint = [inputs["x"]], None
+        else:  # run_node
+            node = model.graph.node[0]
+            mutated, _ = mutate_model(rng, model, tmp_path) if rng.integers(2) else (model, None)
+            if isinstance(mutated, onnx.ModelProto) and mutated.graph.node:
+                node = mutated.graph.node[0]
+            node_given = node if rng.integers(6) else pick(rng, [None, "ArgMax", model, 5])
+            feed, _ = bad_inputs(rng, inputs) if rng.integers(2) else ([inputs["x"]], None)
+            opset = pick(rng, [None, None, 1, 13, NEWEST, 0, -1, NEWEST + 1, "13", True, 2.0])
+            kwargs = {} if opset is None else {"opset_version": opset}
+            case = f"#{i} run_node({str(node_given)[:200]!r}, {str(feed)[:100]}, {kwargs})"
+            try:
+                backend.run_node(node_given, feed, **kwargs)
+                door.worked()
+            except Exception as err:
+                door.refused(err, case)
+            door.timed(started, case)
+            _valid_onnx_call(door, valid_model, check_x, i)
+            continue
+        case = f"#{i} prepare({str(given)[:300]!r}, {device!r}, {options}).run({str(feed)[:100]})"
+        stage, rep = "prepare", None
+        try:
+            rep = backend.prepare(given, device, **options)
+            if not options:
+                _is_compatible(door, given, device, case, want=True)
+            stage = "run"
+            outputs = rep.run(feed)
+            assert isinstance(outputs, list) and all(isinstance(o, np.ndarray) for o in outputs), case
+            door.worked()
+        except AssertionError:
+            raise
+        except Exception as err:
+            door.refused(err, case, (option_hint or hint) if stage == "prepare" else feed_hint)
+            if stage == "prepare" and not options and isinstance(given, (onnx.ModelProto, bytes)):
+                _is_compatible(door, given, device, case, want=False)
+        door.timed(started, case)
+        _valid_onnx_call(door, valid_model, check_x, i)
+    door.check()
+
+
+def _is_compatible(door: Door, model, device, case: str, want: bool) -> None:
+    """``is_compatible`` answers, without raising, what ``prepare`` did."""
+    try:
+        if backend.is_compatible(model, device) is not want:
+            door.problem(case, f"is_compatible says {not want}, but prepare {'took' if want else 'refused'} the model")
+    except Exception as err:
+        door.problem(case, f"is_compatible raised {type(err).__name__}: {err}")
+
+
+def _valid_onnx_call(door: Door, model, x, i: int) -> None:
+    """After every bad case: a fresh prepare and run of a valid model gives NumPy's answer."""
+    try:
+        (got,) = backend.prepare(model).run([x])
+        np.testing.assert_array_equal(got, np.argmax(x, axis=1, keepdims=True))
+        door.valid_calls += 1
+    except Exception as err:
+        door.problem(f"valid call after case #{i}", f"{type(err).__name__}: {err}")
