@@ -12,6 +12,8 @@ number of cases per door (default 2000).
 from __future__ import annotations
 
 import collections
+import copy
+import json
 import os
 import re
 import time
@@ -29,6 +31,17 @@ from onnx import TensorProto, helper, numpy_helper
 
 import dmlgpu
 import dmlgpu.onnx_backend as backend
+from dmlgpu.desc import (
+    ActivationHardmax1OperatorDesc,
+    ActivationHardmaxOperatorDesc,
+    ArgMaxOperatorDesc,
+    ArgMinOperatorDesc,
+    ReduceOperatorDesc,
+    TensorDesc,
+    operator_from_json,
+)
+from dmlgpu.explainer import DEFAULT_CAPABILITIES, explain
+from dmlgpu.plan import Capabilities
 
 SEED = int(os.environ.get("DMLGPU_FUZZ_SEED", "23"))
 CASES = int(os.environ.get("DMLGPU_FUZZ_CASES", "2000"))
@@ -427,3 +440,235 @@ def _valid_onnx_call(door: Door, model, x, i: int) -> None:
         door.valid_calls += 1
     except Exception as err:
         door.problem(f"valid call after case #{i}", f"{type(err).__name__}: {err}")
+
+
+# ------------------------------------------------------------------------- explain
+
+EXPLAIN_ERRORS = (dmlgpu.DescriptorError, TypeError, ValueError)
+#: What an explain error's message names: a field, an option or the part of the text at fault.
+FIELDS = (r"axis|axes|strides|direction|\bout\b|nan|shape|sizes|operator|type|call|option|output_tensor|input_tensor|"
+          r"schedule|binding|buffer|capabilities|tuning|device|explain|JSON|Type|Desc|Tensor|Count|Flags|Function|"
+          r"alignment|total_tensor_size|function|data_type|flags")
+OPS = ["argmax", "argmin", "hardmax", "ARGMAX", "HardMax"]
+BAD_OPS = ["sum", "argmax2", "árgmax", "arg", "argmin(", "max", "None", "0"]
+TYPES = ["float32", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool",
+         "FLOAT32", "DML_TENSOR_DATA_TYPE_INT8"]
+BAD_TYPES = ["float64", "double", "int4", "bfloat16", "f32", "None", "float", "uint128", "FLOAT32x", "(4,"]
+BAD_SHAPES = ["()", "(0, 3)", "(-3, 4)", "(3, 4", "3, 4)", "(3,,4)", "(3.5, 2)", "(a, b)", "9" * 5000,
+              "(" + "1, " * 9 + "1)", "(4294967296)", "(65536, 65537)", "(1e3)", "x3", "(3 4)", "(" * 30, ")", "(,)",
+              "(-0)", "(3,)x4", "0x5", "(0x10)", "(" + "9" * 60 + ")"]
+BAD_OPTIONS = {
+    "axis": ["5", "-9", "()", "(0, x)", "99999999999999999999", "(0", "(0, 0)", "1.5", "all", "(1)(2)", "(-4,)"],
+    "strides": ["(-1, 1)", "(1,)", "(1, 2, 3, 4, 5)", "x", "(1, 2", "()", "(0.5, 1)"],
+    "direction": ["up", "", "DML_AXIS_DIRECTION_SIDEWAYS", "0", "(1)"],
+    "out": ["float32", "int8", "float64", "x", "uint16"],
+    "nan": ["maybe", "0", "NaN", "(1)"],
+}
+BAD_WORDS = ["speed=9", "axis=", "=1", "axis==1", "oops", "(", ")", "axis=(1", "é=1", "nan", "x=1 y=2", "\x00"]
+
+
+def good_call(rng) -> str:
+    op = pick(rng, OPS)
+    rank = int(rng.integers(1, 4))
+    dims = [str(int(n)) for n in rng.integers(1, 9, rank)]
+    shape = "x".join(dims) if rng.integers(3) == 0 else "(" + ", ".join(dims) + ("," if rank == 1 else "") + ")"
+    type_name = pick(rng, ["float32", "float16", "FLOAT16"]) if op.lower() == "hardmax" else pick(rng, TYPES)
+    options = []
+    if rng.integers(2):
+        axes = sorted({int(a) for a in rng.integers(-rank, rank, int(rng.integers(1, rank + 1)))}, key=lambda a: a % rank)
+        axes = list({a % rank: a for a in axes}.values())
+        options.append(f"axis={axes[0]}" if len(axes) == 1 and rng.integers(2) else f"axis=({', '.join(map(str, axes))})")
+    if rng.integers(4) == 0:
+        options.append(f"nan={pick(rng, ['ignore', 'propagate', 'IGNORE'])}")
+    if op.lower() != "hardmax" and rng.integers(4) == 0:
+        options.append(f"direction={pick(rng, ['increasing', 'decreasing'])}")
+    if op.lower() != "hardmax" and rng.integers(4) == 0:
+        options.append(f"out={pick(rng, ['int64', 'uint32', 'int32', 'uint64'])}")
+    if rng.integers(6) == 0:
+        options.append("strides=(" + ", ".join(str(int(s)) for s in rng.integers(0, 40, rank)) + ")")
+    rng.shuffle(options)
+    return " ".join([op, type_name, shape, *options])
+
+
+def bad_call(rng) -> tuple[str, str | None]:
+    """A call string with one part broken (and a regex its error must match), or scrambled text."""
+    parts = good_call(rng).split(" ", 2)
+    op, type_name, rest = parts[0], parts[1], parts[2] if len(parts) > 2 else ""
+    kind = int(rng.integers(9))
+    if kind == 0:
+        return " ".join([pick(rng, BAD_OPS), type_name, rest]), r"operator|type|call|shape"
+    if kind == 1:
+        return " ".join([op, pick(rng, BAD_TYPES), rest]), r"type|shape|call"
+    if kind == 2:
+        return f"{op} {type_name} {pick(rng, BAD_SHAPES)}", r"shape|sizes|call|elements|is not an option"
+    if kind == 3:
+        name = pick(rng, list(BAD_OPTIONS))
+        if op.lower() == "hardmax" and name in ("direction", "out"):
+            return f"{op} {type_name} (3, 4) {name}=increasing", f"{name}.*hardmax"
+        return f"{op} {type_name} (3, 4) {name}={pick(rng, BAD_OPTIONS[name])}", \
+            rf"{name}|output_tensor|axes|the input type|strides|sizes"
+    if kind == 4:
+        return f"{op} {type_name} (3, 4) {pick(rng, BAD_WORDS)}", r"option|not an option|no value|\(|\)"
+    if kind == 5:
+        return f"{op} {type_name} (3, 4) axis=0 axis=1", "given twice"
+    if kind == 6:
+        return pick(rng, ["", " ", "argmax", "argmax float32", "\x00", "😀 😀 😀", "null", "5", "argmax\nfloat32\n(3,)",
+                          "argmax float32 (3,) \u202e", "(3, 4) argmax float32"]), None
+    text = list(good_call(rng))  # scrambled: characters deleted, inserted, repeated
+    for _ in range(int(rng.integers(1, 5))):
+        at = int(rng.integers(len(text) + 1))
+        edit = int(rng.integers(3))
+        if edit == 0 and text:
+            del text[min(at, len(text) - 1)]
+        elif edit == 1:
+            text.insert(at, pick(rng, JUNK_TEXT))
+        else:
+            text[at:at] = text[at: at + int(rng.integers(1, 6))]
+    return "".join(text), None
+
+
+def good_descriptor(rng):
+    rank = int(rng.integers(1, 4))
+    sizes = [int(n) for n in rng.integers(1, 6, rank)]
+    axes = sorted({int(a) for a in rng.integers(0, rank, int(rng.integers(1, rank + 1)))})
+    kind = int(rng.integers(5))
+    if kind >= 3:
+        inp = TensorDesc(pick(rng, ["FLOAT32", "FLOAT16"]), sizes)
+        if kind == 3:
+            return ActivationHardmax1OperatorDesc(inp, None, axes)
+        return ActivationHardmaxOperatorDesc(inp)
+    inp = TensorDesc(pick(rng, TYPES[:10]), sizes, [int(s) for s in rng.integers(1, 30, rank)] if rng.integers(4) == 0 else None)
+    if kind == 2:
+        return ReduceOperatorDesc(pick(rng, ["ARGMAX", "ARGMIN"]), inp, None, axes)
+    cls = ArgMaxOperatorDesc if kind == 0 else ArgMinOperatorDesc
+    return cls(inp, None, axes, pick(rng, ["INCREASING", "DECREASING"]))
+
+
+def _deep(depth: int):
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+JSON_JUNK = [None, True, False, 0, -1, 1.5, float("nan"), float("inf"), 10**30, -(10**30), "", "x", "FLOAT32",
+             [], [[]], {}, {"a": 1}, [1] * 20, list(range(9)), [-1], [0], [2**64], ["1"], [None], [1.0], "é" * 10]
+
+
+def _paths(obj, path=()):
+    yield path
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            yield from _paths(value, path + (key,))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from _paths(value, path + (i,))
+
+
+def bad_json(rng):
+    """A descriptor's JSON with one or more parts broken: as a dict, as text, or scrambled text."""
+    obj = good_descriptor(rng).to_json()
+    for _ in range(int(rng.integers(1, 3))):
+        paths = [p for p in _paths(obj) if p]
+        path = paths[int(rng.integers(len(paths)))]
+        parent = obj
+        for key in path[:-1]:
+            parent = parent[key]
+        key = path[-1]
+        kind = int(rng.integers(6))
+        if kind <= 2:
+            parent[key] = copy.deepcopy(pick(rng, JSON_JUNK)) if kind < 2 else _deep(int(rng.integers(5, 400)))
+        elif kind == 3 and isinstance(parent, dict):
+            del parent[key]
+        elif kind == 4 and isinstance(parent, dict):
+            parent[pick(rng, ["Extra", "sizes", "", "Axis", "TYPE"])] = copy.deepcopy(pick(rng, JSON_JUNK))
+        else:
+            parent[key] = [parent[key]] if rng.integers(2) else {"v": parent[key]}
+    delivery = int(rng.integers(10))
+    if delivery < 5:
+        return obj
+    text = json.dumps(obj)
+    if delivery < 8:
+        return text
+    if delivery == 8:
+        return text[: int(rng.integers(len(text)))]
+    return pick(rng, ['{"a":' * 3000, "[" * 3000, "{" * 50, "null", "[]", '"x"', "1e999", "{}", "[1, 2]",
+                      '{"Type": ' + "9" * 5000 + "}", '{"Type": "ARGMAX", "Desc": ' + "[" * 2000 + "]" * 2000 + "}",
+                      '{"Type": "ARGMAX", "Desc": {"InputTensor": {"DataType": "FLOAT32", "Sizes": [1e400]}, "Axes": [0]}}',
+                      text.encode(), text.encode("utf-16"), b"\xff\xfe{"])
+
+
+#: Tensors of up to 2^32 - 1 elements: a schedule for tiny limits would have millions of pieces.
+BIG_CALLS = ["float32 (4096, 65536) axis=1", "float32 (65535, 65535) axis=0", "int64 (4294967295)",
+             "int8 (2, 2147483647) axis=0", "float16 (16, 16, 16, 16, 16, 16, 16, 15) axis=(0, 2, 4, 6)",
+             "float32 (1000, 1000) strides=(1000000, 1) axis=0"]
+
+
+def bad_explain_options(rng) -> tuple[dict, str]:
+    kind = int(rng.integers(5))
+    if kind == 0:
+        return {"device": pick(rng, [5, "GPU", object(), DEFAULT_CAPABILITIES])}, "device"
+    if kind == 1:
+        return {"tuning": pick(rng, [5, "fast", {}])}, "tuning"
+    if kind == 2:
+        return {"nan_mode": pick(rng, [5, "", "sometimes", ["ignore"]])}, "nan_mode"
+    if kind == 3:
+        return {"capabilities": pick(rng, [5, {"max_storage_binding": 1}, "caps"])}, "capabilities"
+    fields = {"max_storage_binding": pick(rng, [272, 1000, 4096, 1 << 16, 1 << 27, 0, -5, 16, 2**70, 1.5, "x", True]),
+              "max_buffer": pick(rng, [16, 4096, 1 << 16, 1 << 28, 0, -1, 15, 2**70, None]),
+              "offset_alignment": pick(rng, [256, 4, 64, 3, 0, 1 << 40, -256]),
+              "max_workgroups_per_dim": pick(rng, [65535, 1, 0, -1])}
+    return {"capabilities": Capabilities(**fields)}, r"capabilities|schedule|piece|binds"
+
+
+def test_explain_bad_calls_and_json():
+    door = Door("explain", EXPLAIN_ERRORS)
+    rng = np.random.default_rng(SEED + 1)
+    valid_call = "argmax float32 (4, 5) axis=1"
+    valid_text = explain(valid_call)
+    valid_desc = ArgMinOperatorDesc(TensorDesc("INT8", [3, 7]), None, [1])
+    for i in range(CASES):
+        kind = int(rng.integers(10))
+        options: dict = {}
+        if kind < 4:
+            what, hint = bad_call(rng)
+        elif kind < 8:
+            what, hint = bad_json(rng), None
+        elif kind < 9:  # bad arguments, or limits far too small for a large tensor
+            what = good_call(rng) if rng.integers(3) else f"{pick(rng, ['argmax', 'argmin'])} {pick(rng, BIG_CALLS)}"
+            options, hint = bad_explain_options(rng)
+        else:
+            what, hint = pick(rng, [None, 5, 2.5, b"argmax float32 (3,)", ["argmax"], object(), {1: 2}]), None
+        entry = "operator_from_json" if kind in (5, 7) and isinstance(what, (str, bytes, dict)) else "explain"
+        case = f"#{i} {entry}({_short(what)}, {options})"
+        started = time.perf_counter()
+        try:
+            if entry == "explain":
+                text = explain(what, **options)
+                assert text.startswith("operator: ") and "=== WGSL #1 ===" in text, case
+            else:
+                desc = operator_from_json(what)
+                assert operator_from_json(desc.to_json()) == desc, case
+            door.worked()
+        except AssertionError:
+            raise
+        except Exception as err:
+            door.refused(err, case, hint or FIELDS)
+        door.timed(started, case)
+        if i % 4 == 0:
+            try:
+                assert explain(valid_call) == valid_text
+                assert operator_from_json(json.dumps(valid_desc.to_json())) == valid_desc
+                door.valid_calls += 1
+            except Exception as err:
+                door.problem(f"valid call after case #{i}", f"{type(err).__name__}: {err}")
+    door.check()
+    assert door.valid_calls >= 200
+
+
+def _short(value, limit: int = 300) -> str:
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = f"<{type(value).__name__} nested deep>"
+    return text if len(text) <= limit else text[:limit] + "..."
