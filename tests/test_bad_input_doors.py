@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import collections
 import copy
+import io
 import json
 import os
 import re
+import sys
 import time
 import traceback
 
@@ -31,6 +33,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import dmlgpu
 import dmlgpu.onnx_backend as backend
+from dmlgpu import bench, cli
 from dmlgpu.desc import (
     ActivationHardmax1OperatorDesc,
     ActivationHardmaxOperatorDesc,
@@ -672,3 +675,152 @@ def _short(value, limit: int = 300) -> str:
     except RecursionError:
         text = f"<{type(value).__name__} nested deep>"
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+# ------------------------------------------------------------------------- the dmlgpu command
+
+BAD_ADAPTERS = ["#x", "#99", "#-1", "#²", "", " ", "no-such-adapter-\u00e9", "#1.5", "# 1", "#", "#0x1"]
+SOUP = ["explain", "info", "--json", "--no-gpu", "--binding", "--buffer", "--nan-mode", "--adapter", "--quick",
+        "--case", "--repeats", "--plot", "--list-adapters", "--x", "-", "1", "-1", "0", "x", "", "#x", "#99", "#0",
+        "llvmpipe", "argmax float32 (4, 5) axis=1", "argmax", "float32", "(4,", "5)", "ignore", "propagate", "é",
+        "x.json", "--", "--no-gpu=1", "-1e3"]
+
+
+def bad_argv(rng, tmp) -> tuple[list[str], bool, str]:
+    """(argv, whether it must fail, what stdin holds)."""
+    stdin = pick(rng, ["", "{", "argmax float32 (4, 5)", "\x00\xff", json.dumps(good_descriptor(rng).to_json())])
+    kind = int(rng.integers(9))
+    if kind == 0:  # soup
+        return [pick(rng, SOUP) for _ in range(int(rng.integers(0, 7)))], False, stdin
+    if kind == 1:  # explain with a bad call or JSON
+        what = bad_call(rng)[0] if rng.integers(2) else _json_text(bad_json(rng))
+        bad = not (what.strip() and _explains(what))
+        return ["explain", "--no-gpu", what], bad, stdin
+    if kind == 2:  # explain with bad flags
+        flag = pick(rng, ["--binding", "--buffer", "--nan-mode", "--bogus"])
+        value = pick(rng, ["x", "", "1.5", "-5", "0", "1e3", "0x10", "--no-gpu", "ignorE", "é"]
+                     + {"--binding": ["16", "271"], "--buffer": ["15", "1"]}.get(flag, []))
+        if rng.integers(4) == 0:  # a limit that is a number, but far too small for the tensor
+            return ["explain", "--no-gpu", "--binding", pick(rng, ["272", "4096", "65536"]),
+                    f"argmin {pick(rng, BIG_CALLS)}"], True, stdin
+        return ["explain", "--no-gpu", flag, value, "argmax float32 (4, 5) axis=1"], True, stdin
+    if kind == 3:  # explain with a .json that cannot be read or holds no descriptor
+        choice = int(rng.integers(5))
+        path = tmp / f"what-{rng.integers(1 << 30)}.json"
+        if choice == 0:
+            path.write_bytes(rng.bytes(int(rng.integers(1, 40))) + b"\xff")
+        elif choice == 1:
+            path.write_text(_json_text(bad_json(rng)))
+        elif choice == 2:
+            path.mkdir()
+        elif choice == 3:
+            path.write_text("[" * 5000)
+        bad = choice != 1 or not _explains(path.read_text())
+        return ["explain", "--no-gpu", str(path)], bad, stdin
+    if kind == 4:  # explain on a bad --adapter
+        return ["--adapter", pick(rng, BAD_ADAPTERS), "explain", "argmax float32 (4, 5) axis=1"], True, stdin
+    if kind == 5:  # demo on a bad --adapter, or with a flag it lacks
+        if rng.integers(2):
+            return ["--adapter", pick(rng, BAD_ADAPTERS), "demo"], True, stdin
+        return ["demo", pick(rng, ["--quick", "x", "--json"])], True, stdin
+    if kind == 6:  # bench with at least one bad flag
+        argv = ["bench"]
+        if rng.integers(2):
+            argv.append("--quick")
+        if rng.integers(2):
+            argv += ["--case", pick(rng, ["rows", "llm"])]
+        bad = [lambda: ["--repeats", pick(rng, ["0", "-3", "x", "", "1.5", str(10**7), "1e3"])],
+               lambda: ["--case", pick(rng, ["", " ", "no-such-case"])],
+               lambda: ["--json", pick(rng, [str(tmp), str(_a_file(tmp) / "out.json"), "", "."])],
+               lambda: ["--plot", pick(rng, [str(tmp), str(_a_file(tmp) / "out.png"), str(tmp / "p.png")])],
+               lambda: [pick(rng, ["--fast", "--repeats", "--case", "-x"])]]
+        for _ in range(int(rng.integers(1, 3))):
+            argv += pick(rng, bad)()
+        if rng.integers(3) == 0:
+            argv.insert(1, "--list-adapters")
+        if rng.integers(4) == 0:
+            argv = ["--adapter", pick(rng, BAD_ADAPTERS)] + argv
+        return argv, True, stdin
+    if kind == 7:  # info with a flag it lacks
+        return ["info", pick(rng, ["--quick", "x", "--json=1", "--no-gpu", "-"])], True, stdin
+    return pick(rng, [[], ["--adapter"], ["explain"], ["explain", "--no-gpu"], ["bench", "--repeats"], ["--x"],
+                      ["explain", "--binding"], ["EXPLAIN", "argmax float32 (3,)"]]), True, stdin
+
+
+def _json_text(what) -> str:
+    """What ``bad_json`` made, as the text a command line or a file would hold."""
+    if isinstance(what, bytes):
+        return what.decode("utf-8", "replace")
+    if isinstance(what, str):
+        return what
+    try:
+        return json.dumps(what)
+    except (ValueError, RecursionError):
+        return "{"
+
+
+def _a_file(tmp):
+    path = tmp / "a-file"
+    path.write_text("not a folder")
+    return path
+
+
+def _explains(what: str) -> bool:
+    try:
+        explain(what)
+        return True
+    except Exception:
+        return False
+
+
+def test_cli_bad_flags(tmp_path, capsys, monkeypatch):
+    door = Door("dmlgpu command", (SystemExit,))
+
+    def no_benchmark(*args, **kwargs):
+        raise AssertionError("a benchmark started")
+
+    monkeypatch.setattr(bench, "Bench", no_benchmark)
+    monkeypatch.setattr(bench, "warm_up", no_benchmark)
+    monkeypatch.setattr(bench, "find_peers", no_benchmark)
+    rng = np.random.default_rng(SEED + 2)
+    valid = ["explain", "--no-gpu", "argmax float32 (4, 5) axis=1"]
+    capsys.readouterr()
+    for i in range(CASES):
+        argv, must_fail, stdin = bad_argv(rng, tmp_path)
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        case = f"#{i} dmlgpu {argv!r}"[:500]
+        started = time.perf_counter()
+        argparse_exit = False
+        try:
+            status = cli.main(argv)
+        except SystemExit as err:
+            status, argparse_exit = err.code, True
+        except BaseException as err:  # anything else escaping main is a traceback
+            door.problem(case, f"{type(err).__name__} escaped main: {err}\n" + "".join(traceback.format_exception(err)[-4:]))
+            status = None
+        door.timed(started, case)
+        out, err_text = capsys.readouterr()
+        if status is None:
+            continue
+        door.outcomes[f"exit {status}" + (" (argparse)" if argparse_exit else "")] += 1
+        if "Traceback" in err_text or "Traceback" in out:
+            door.problem(case, f"a traceback was printed: {err_text[-500:]}")
+        elif must_fail and not status:
+            door.problem(case, f"exit status {status!r} for a bad command; stderr {err_text[-300:]!r}")
+        elif status and not argparse_exit and (not err_text.strip() or "\n" in err_text.strip()):
+            door.problem(case, f"exit status {status} with stderr {err_text[-500:]!r}, not one line")
+        elif status and argparse_exit and status != 0 and "error:" not in err_text.strip().splitlines()[-1]:
+            door.problem(case, f"argparse's exit {status} with stderr {err_text[-300:]!r}")
+        elif status and not argparse_exit and out:
+            door.problem(case, f"exit status {status}, but stdout holds {out[:200]!r}")
+        if i % 4 == 0 or i % 100 == 1:
+            opens = i % 100 == 1  # now and then a valid call that opens the adapter
+            try:
+                code = cli.main(valid[:1] + valid[2:] if opens else valid)
+                out, err_text = capsys.readouterr()
+                assert code == 0 and out.startswith("operator: ") and "=== WGSL #1 ===" in out, (code, err_text)
+                door.valid_calls += 1
+            except BaseException as err:
+                door.problem(f"valid call after case #{i}", f"{type(err).__name__}: {err}")
+    door.check()
+    assert door.valid_calls >= 200

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -189,3 +190,24 @@ def test_piece_count_is_the_schedules(call, binding, buffer):
     caps = with_limits(DEFAULT_CAPABILITIES, binding, buffer)
     red = lower(parse_call(call)[0])
     assert piece_count(red, caps, most=1 << 30) == len(schedule(red, caps, NanMode.IGNORE, Tuning()).pieces)
+
+
+def test_cli_bad_files_flags_and_adapters(capsys, tmp_path):
+    (tmp_path / "bad.json").write_bytes(b"\xff\xfe{")
+    (tmp_path / "dir.json").mkdir()
+    for argv, message in [
+        (["explain", "--no-gpu", str(tmp_path / "bad.json")], "is not UTF-8 text"),
+        (["explain", "--no-gpu", str(tmp_path / "dir.json")], "is a directory"),
+        (["explain", "--no-gpu", str(tmp_path / "none.json")], "names no file"),
+        (["explain", "--no-gpu", "--binding", "-5", "argmax float32 (3,)"], "--binding is -5, but it must be at least"),
+        (["--adapter", "#x", "explain", "argmax float32 (3,)"], "an index is '#' and digits"),
+        (["--adapter", "#\u00b2", "demo"], "an index is '#' and digits"),
+        (["--adapter", "no-such-adapter", "explain", "argmax float32 (3,)"], "no adapter's name contains it"),
+        (["bench", "--repeats", "0"], r"--repeats is 0, but it must be in \[1, "),
+        (["bench", "--quick", "--case", "rows", "--case", "no-such-case"], "matches --case 'no-such-case'"),
+        (["bench", "--json", str(tmp_path)], "which is a directory"),
+    ]:
+        assert cli.main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert re.search(message, captured.err) and captured.err.count("\n") == 1 and not captured.out, (argv, captured)
+    assert cli.main(["explain", "--no-gpu", "argmax float32 (4, 5) axis=1"]) == 0
