@@ -18,12 +18,18 @@ as ``dmlgpu.operator_from_json`` reads it) or a NumPy-style call in this grammar
              | out=TYPE           the index type (default int64, NumPy's intp)
              | nan=propagate | ignore                (default propagate, NumPy's rule)
 
-A call means what ``dmlgpu.numpy`` runs for it (NumPy's defaults); a descriptor means itself,
-with ``nan_mode`` "ignore" (DirectML's) unless given.
+Each option is given at most once; direction= and out= are argmax's and argmin's only. A call
+means what ``dmlgpu.numpy`` runs for it (NumPy's defaults); a descriptor means itself, with
+``nan_mode`` "ignore" (DirectML's) unless given.
 
 Planning depends on the adapter's limits: the capabilities are those of ``device`` (or of
 ``capabilities``) when given, else ``DEFAULT_CAPABILITIES``: WebGPU's default limits and no
 optional features. Pure Python: nothing here opens an adapter or imports wgpu.
+
+Bad input raises a ``DescriptorError`` that names the part of the text, the JSON field or the
+limit at fault (a ``TypeError`` for an argument or field of the wrong kind); so does a schedule
+of more than ``MAX_PIECES`` pieces (a tiny binding limit on a large tensor), which is counted
+and refused before any piece is made.
 """
 
 from __future__ import annotations
