@@ -104,34 +104,128 @@ def info(as_json: bool, levels: bool = True) -> int:
     return 0 if summaries else 1
 
 
+class _Refused(Exception):
+    """A request the command refuses: its message is printed on one line, and the status is 2."""
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _read_what(what: str) -> str:
+    """The text to explain: the words given, or what ``-`` (stdin) or a ``.json`` file holds."""
+    if what == "-":
+        if sys.stdin is None:
+            raise _Refused("WHAT is '-', but this process has no standard input to read")
+        return sys.stdin.read()
+    if what.lower().endswith(".json"):
+        if not os.path.exists(what):
+            raise _Refused(f"{what!r} names no file (a .json argument is read as a descriptor file)")
+        if os.path.isdir(what):
+            raise _Refused(f"{what!r} is a directory, not a descriptor's .json file")
+        with open(what, "rb") as f:
+            data = f.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise _Refused(f"{what!r} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+    return what
+
+
 def explain_command(args) -> int:
-    """``dmlgpu explain``: planned for the adapter's limits where one opens, else WebGPU's defaults."""
+    """``dmlgpu explain``: planned for the adapter's limits where one opens, else WebGPU's defaults.
+    An adapter that was named (``--adapter``, ``DMLGPU_ADAPTER``) and does not open is an error;
+    with none named and none found, it plans for WebGPU's default limits."""
     from . import explainer
 
-    what = " ".join(args.what)
-    if what == "-":
-        what = sys.stdin.read()
-    elif what.endswith(".json") and os.path.isfile(what):
-        with open(what) as f:
-            what = f.read()
+    try:
+        what = _read_what(" ".join(args.what))
+    except _Refused as err:
+        print(f"dmlgpu explain: {err}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as err:  # ValueError: standard input that is not text
+        print(f"dmlgpu explain: cannot read {' '.join(args.what)!r}: {_one_line(getattr(err, 'strerror', None) or err)}",
+              file=sys.stderr)
+        return 2
     device = None
     if not args.no_gpu:
+        named = args.adapter if args.adapter is not None else os.environ.get("DMLGPU_ADAPTER") or None
         try:
             from .device import Device
 
             device = Device(args.adapter)
         except AdapterError as err:
-            print(f"dmlgpu: no adapter opened ({err}); planning for WebGPU's default limits", file=sys.stderr)
+            if named is not None:
+                print(f"dmlgpu explain: {_one_line(err)}; --no-gpu plans for WebGPU's default limits", file=sys.stderr)
+                return 2
+            print(f"dmlgpu: no adapter opened ({_one_line(err)}); planning for WebGPU's default limits", file=sys.stderr)
     caps = device.runner.capabilities if device is not None else explainer.DEFAULT_CAPABILITIES
     given = args.binding is not None or args.buffer is not None
     try:
-        text = explainer.explain(what, device=device, nan_mode=args.nan_mode,
-                               capabilities=explainer.with_limits(caps, args.binding, args.buffer) if given else None)
+        limits = explainer.with_limits(caps, args.binding, args.buffer, ("--binding", "--buffer")) if given else None
+        text = explainer.explain(what, device=device, nan_mode=args.nan_mode, capabilities=limits)
     except (DescriptorError, TypeError, ValueError) as err:
-        print(f"dmlgpu explain: {err}", file=sys.stderr)
+        print(f"dmlgpu explain: {_one_line(err)}", file=sys.stderr)
         return 2
     print(text, end="")
     return 0
+
+
+def _check_adapter(adapter: str | None) -> None:
+    """``--adapter``: a substring of an adapter's name, or ``#`` and digits."""
+    if adapter is None:
+        return
+    name = adapter.strip()
+    if not name:
+        raise _Refused(f"--adapter is {adapter!r}, but it must name an adapter: a substring of its name, or '#N'")
+    if name.startswith("#") and not (name[1:].isascii() and name[1:].isdigit()):
+        raise _Refused(f"--adapter is {adapter!r}, but an index is '#' and digits, e.g. '#1' ('dmlgpu info' lists them)")
+
+
+def _check_output_path(flag: str, path: str | None) -> None:
+    """A path ``bench`` writes to after running: refused now if it can never be written."""
+    if path is None:
+        return
+    if not path.strip():
+        raise _Refused(f"{flag} is {path!r}, but it must be a file path")
+    if os.path.isdir(path):
+        raise _Refused(f"{flag} is {path!r}, which is a directory; it must be a file path")
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent):  # bench makes the missing folders
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise _Refused(f"{flag} is {path!r}, but {parent!r} is a file, so no folder can be made there")
+    if not os.access(parent, os.W_OK):
+        raise _Refused(f"{flag} is {path!r}, but {parent!r} is not writable")
+
+
+#: The most timed repetitions ``--repeats`` asks for (each case keeps every sample).
+MAX_REPEATS = 1_000_000
+
+
+def _check_bench(args) -> None:
+    """``bench``'s flags, checked before any adapter opens or any case runs."""
+    if args.repeats is not None and not 1 <= args.repeats <= MAX_REPEATS:
+        raise _Refused(f"--repeats is {args.repeats}, but it must be in [1, {MAX_REPEATS}]")
+    if args.case is not None:
+        from . import bench
+
+        empty = [c for c in args.case if not c.strip()]
+        if empty:
+            raise _Refused(f"--case is {empty[0]!r}, but it must be (part of) a case's name")
+        suite = bench.load_suite("quick" if args.quick else "full")
+        unmatched = [s for s in args.case if not any(s in c.name for c in suite.cases)]
+        if unmatched:
+            raise _Refused(f"no case of the {suite.name} suite matches --case {unmatched[0]!r}; cases: "
+                           f"{', '.join(c.name for c in suite.cases)}")
+    _check_output_path("--json", args.json)
+    _check_output_path("--plot", args.plot)
+    if args.plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise _Refused("--plot needs matplotlib, which is not importable here (pip install matplotlib); "
+                           "nothing was run") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -169,6 +263,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
+        _check_adapter(args.adapter)
+        if args.command == "bench":
+            _check_bench(args)
         if args.command == "info" or getattr(args, "list_adapters", False):
             return info(getattr(args, "json", False) is True, levels=args.command == "info")
         if args.command == "explain":
@@ -181,8 +278,11 @@ def main(argv=None) -> int:
         from . import bench
 
         return bench.main(device, args)
+    except _Refused as err:
+        print(f"dmlgpu {args.command}: {err}", file=sys.stderr)
+        return 2
     except AdapterError as err:
-        print(f"dmlgpu: {err}", file=sys.stderr)
+        print(f"dmlgpu: {_one_line(err)}", file=sys.stderr)
         return 2
 
 

@@ -185,14 +185,20 @@ class TensorDesc:
     @classmethod
     def from_json(cls, obj: dict) -> "TensorDesc":
         _check_keys(obj, _TENSOR_KEYS, "TensorDesc", ("DataType", "Sizes"))
-        sizes = obj["Sizes"]
-        if "DimensionCount" in obj and obj["DimensionCount"] != len(sizes):
-            raise DescriptorError(
-                f"DimensionCount is {obj['DimensionCount']}, but Sizes has {len(sizes)} entries"
-            )
+        sizes = _json_list(obj["Sizes"], "Sizes")
+        if obj.get("Strides") is not None:
+            _json_list(obj["Strides"], "Strides")
+        if "DimensionCount" in obj:
+            count = _json_int(obj["DimensionCount"], "DimensionCount")
+            if count != len(sizes):
+                raise DescriptorError(f"DimensionCount is {count}, but Sizes has {len(sizes)} entries")
+        for key in ("DataType", "Flags"):
+            if key in obj and not isinstance(obj[key], str):
+                raise TypeError(f"{key} must be a string such as {'FLOAT32' if key == 'DataType' else 'NONE'!r}, "
+                                f"not {type(obj[key]).__name__} ({_shown(obj[key])})")
         return cls(
             data_type=obj["DataType"],
-            sizes=sizes,
+            sizes=obj["Sizes"],
             strides=obj.get("Strides"),
             flags=obj.get("Flags", "NONE"),
             total_tensor_size_in_bytes=obj.get("TotalTensorSizeInBytes"),  # type: ignore[arg-type]  # None: inferred
@@ -208,13 +214,36 @@ _TENSOR_KEYS = {
 
 def _check_keys(obj: dict, allowed: set, what: str, required: tuple = ()) -> None:
     if not isinstance(obj, dict):
-        raise TypeError(f"{what} JSON must be an object, not {type(obj).__name__}")
-    unknown = sorted(set(obj) - allowed)
+        raise TypeError(f"{what} JSON must be an object, not {type(obj).__name__} ({_shown(obj)})")
+    unknown = sorted((key for key in obj if key not in allowed), key=repr)
     if unknown:
-        raise DescriptorError(f"{what} has unknown field(s) {unknown}; known: {sorted(allowed)}")
+        raise DescriptorError(f"{what} has unknown field(s) {_shown(unknown)}; known: {sorted(allowed)}")
     missing = [key for key in required if key not in obj]
     if missing:
         raise DescriptorError(f"{what} is missing field(s) {missing}; required: {list(required)}")
+
+
+def _shown(value, limit: int = 80) -> str:
+    """The repr of a value from the caller's JSON, cut to ``limit`` characters (and safe for any depth)."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = f"<{type(value).__name__} nested too deep to show>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _json_list(value, field: str) -> list:
+    """A JSON array field (Sizes, Strides, Axes), or a TypeError naming it."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{field} must be an array of integers, not {type(value).__name__} ({_shown(value)})")
+    return list(value)
+
+
+def _json_int(value, field: str) -> int:
+    """A JSON integer field (DimensionCount, AxisCount), or a TypeError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{field} must be an integer, not {type(value).__name__} ({_shown(value)})")
+    return value
 
 
 def _tensor(value, field: str) -> TensorDesc:
@@ -419,17 +448,23 @@ def _check_at_level(operator: str, inp: TensorDesc, out: TensorDesc, level) -> N
 
 
 def _check_axis_count(d: dict) -> None:
-    if "AxisCount" in d and d["AxisCount"] != len(d["Axes"]):
-        raise DescriptorError(f"AxisCount is {d['AxisCount']}, but Axes has {len(d['Axes'])} entries")
+    axes = _json_list(d["Axes"], "Axes")
+    if "AxisCount" in d and _json_int(d["AxisCount"], "AxisCount") != len(axes):
+        raise DescriptorError(f"AxisCount is {d['AxisCount']}, but Axes has {len(axes)} entries")
 
 
 def _tensor_from_json(d: dict, key: str) -> Any:  # a TensorDesc, or None for the constructor to infer
     if d.get(key) is None:
         return None
+    if not isinstance(d[key], dict):
+        raise TypeError(f"{key} must be an object (a TensorDesc's fields), not {type(d[key]).__name__} "
+                        f"({_shown(d[key])})")
     try:
         return TensorDesc.from_json(d[key])
     except DescriptorError as err:
         raise err.within(key) from None
+    except TypeError as err:
+        raise TypeError(f"{key}.{err}") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -598,15 +633,39 @@ def operator_from_json(obj) -> OperatorDesc:
     """An operator descriptor from its JSON form (a dict or a JSON string).
 
     The form is ``{"Type": "ARGMAX", "Desc": {...}}`` with DirectML's field names;
-    ``Type`` may carry DirectML's ``DML_OPERATOR_`` prefix.
+    ``Type`` may carry DirectML's ``DML_OPERATOR_`` prefix. Text that is not JSON raises a
+    ``DescriptorError`` naming where it goes wrong; a field of the wrong kind a ``TypeError``
+    naming the field.
     """
-    if isinstance(obj, (str, bytes)):
-        obj = json.loads(obj)
+    if isinstance(obj, (str, bytes, bytearray)):
+        obj = _parse_json(obj)
     _check_keys(obj, {"Type", "Desc"}, "operator", ("Type", "Desc"))
-    kind = str(obj["Type"]).upper().removeprefix("DML_OPERATOR_")
+    if not isinstance(obj["Type"], str):
+        raise TypeError(f"Type must be a string such as 'ARGMAX', not {type(obj['Type']).__name__} "
+                        f"({_shown(obj['Type'])})")
+    kind = obj["Type"].strip().upper().removeprefix("DML_OPERATOR_")
     if kind not in _BY_TYPE:
-        raise DescriptorError(f"Type is {obj['Type']!r}, but it must be one of {', '.join(_BY_TYPE)}")
+        raise DescriptorError(f"Type is {_shown(obj['Type'])}, but it must be one of {', '.join(_BY_TYPE)}")
+    if not isinstance(obj["Desc"], dict):
+        raise TypeError(f"Desc must be an object with the {kind} fields, not {type(obj['Desc']).__name__} "
+                        f"({_shown(obj['Desc'])})")
     return _BY_TYPE[kind]._from_json_desc(obj["Desc"])
+
+
+def _parse_json(text) -> Any:
+    """``json.loads``, its refusals as DescriptorErrors that say where the text goes wrong."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DescriptorError(f"the operator's JSON is not valid JSON: {err.msg} at line {err.lineno} column "
+                              f"{err.colno} (near {_shown(err.doc[max(0, err.pos - 10):err.pos + 10])})") from None
+    except UnicodeDecodeError as err:
+        raise DescriptorError(f"the operator's JSON is not UTF-8 text: {err.reason} at byte {err.start}") from None
+    except RecursionError:
+        raise DescriptorError("the operator's JSON nests arrays or objects deeper than Python's JSON reader "
+                              "goes; an operator's JSON nests three levels") from None
+    except ValueError as err:  # e.g. an integer of more digits than Python converts
+        raise DescriptorError(f"the operator's JSON holds a value Python cannot read: {err}") from None
 
 
 def operator_for(op: str, input_tensor: TensorDesc, axes, axis_direction=AxisDirection.INCREASING,

@@ -18,73 +18,177 @@ as ``dmlgpu.operator_from_json`` reads it) or a NumPy-style call in this grammar
              | out=TYPE           the index type (default int64, NumPy's intp)
              | nan=propagate | ignore                (default propagate, NumPy's rule)
 
-A call means what ``dmlgpu.numpy`` runs for it (NumPy's defaults); a descriptor means itself,
-with ``nan_mode`` "ignore" (DirectML's) unless given.
+Each option is given at most once; direction= and out= are argmax's and argmin's only. A call
+means what ``dmlgpu.numpy`` runs for it (NumPy's defaults); a descriptor means itself, with
+``nan_mode`` "ignore" (DirectML's) unless given.
 
 Planning depends on the adapter's limits: the capabilities are those of ``device`` (or of
 ``capabilities``) when given, else ``DEFAULT_CAPABILITIES``: WebGPU's default limits and no
 optional features. Pure Python: nothing here opens an adapter or imports wgpu.
+
+Bad input raises a ``DescriptorError`` that names the part of the text, the JSON field or the
+limit at fault (a ``TypeError`` for an argument or field of the wrong kind); so does a schedule
+of more than ``MAX_PIECES`` pieces (a tiny binding limit on a large tensor), which is counted
+and refused before any piece is made.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from typing import Any
 
-from .desc import TensorDesc, lower, operator_for, operator_from_json
+from .desc import (
+    ActivationHardmax1OperatorDesc,
+    ActivationHardmaxOperatorDesc,
+    ArgMaxOperatorDesc,
+    ArgMinOperatorDesc,
+    ReduceOperatorDesc,
+    TensorDesc,
+    lower,
+    operator_for,
+    operator_from_json,
+)
 from .errors import DescriptorError
-from .pieces import Schedule, schedule
+from .pieces import Schedule, _partition, _refine, buffer_grid, cell_lengths, schedule
 from .plan import Capabilities, Dim, Plan, Tuning
 from .types import AxisDirection, DataType, NanMode
 from .wgsl import shader_sources
 
 #: WebGPU's default limits (128 MiB per storage binding, 256 MiB per buffer, 65535 workgroups
 #: per dimension, 256-byte offset alignment) and no optional features: what any adapter offers.
+OPERATOR_TYPES = (ArgMaxOperatorDesc, ArgMinOperatorDesc, ActivationHardmax1OperatorDesc,
+                  ActivationHardmaxOperatorDesc, ReduceOperatorDesc)
+
 DEFAULT_CAPABILITIES = Capabilities(max_storage_binding=128 << 20, max_buffer=256 << 20,
                                     max_workgroups_per_dim=65535, shader_int64=False,
                                     offset_alignment=256, subgroups=False)
 
-_CALL = re.compile(r"\s*(?P<op>\w+)\s+(?P<type>\w+)\s+(?P<shape>\([^)]*\)|\d+(?:\s*x\s*\d+)*)(?P<options>.*)$", re.I)
-_OPTION = re.compile(r"\s*(\w+)\s*=\s*(\([^)]*\)|[^\s()]+)")
+#: What a call reads like, for messages.
+_LIKE = "it must read like 'argmax float32 (4096, 65536) axis=1' (OP TYPE SHAPE [option=value ...])"
+_OPTIONS = ("axis", "strides", "direction", "out", "nan")
+_INTEGER = re.compile(r"[+-]?\d+")
+_NAME = re.compile(r"(\w+)\s*=\s*")
+#: The most pieces ``explain`` plans and prints; a schedule of more is refused before it is made
+#: (a tiny --binding on a large tensor would otherwise take minutes and print megabytes).
+MAX_PIECES = 1024
 
 
-def _ints(text: str, what: str) -> tuple[int, ...]:
-    parts = [p for p in re.split(r"[\s,x()]+", text) if p]
-    try:
-        return tuple(int(p) for p in parts)
-    except ValueError:
-        raise DescriptorError(f"{what} is {text!r}, but it must be integers like (4, 5) or 4x5") from None
+def _shown(text, limit: int = 80) -> str:
+    """The repr of (part of) what the caller wrote, cut to ``limit`` characters."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else shown[: limit - 4] + "..." + shown[-1]
+
+
+def _ints(text: str, what: str, separators: str = ",") -> tuple[int, ...]:
+    """Integers written as ``(a, b, ...)`` (a trailing comma allowed, ``()`` empty) or bare,
+    ``a`` or ``a<sep>b...`` (``4x5`` for a shape, ``0,2`` for axes)."""
+    body = text.strip()
+    if body.startswith("("):
+        if not body.endswith(")"):
+            raise DescriptorError(f"{what} is {_shown(text)}: its '(' has no ')'")
+        parts = body[1:-1].split(",")
+        if len(parts) > 1 and not parts[-1].strip():
+            parts.pop()  # (3,)
+        if len(parts) == 1 and not parts[0].strip():
+            return ()
+    else:
+        parts = re.split(f"[{re.escape(separators)}]", body)
+    numbers = []
+    for part in parts:
+        part = part.strip()
+        if not _INTEGER.fullmatch(part):
+            raise DescriptorError(f"{what} is {_shown(text)}, but {_shown(part)} in it is not an integer; "
+                                  f"it must be integers like (4, 5){' or 4x5' if 'x' in separators else ''}")
+        if len(part) > 40:
+            raise DescriptorError(f"{what} is {_shown(text)}, but {_shown(part)} in it is far too large")
+        numbers.append(int(part))
+    return tuple(numbers)
+
+
+def _split_call(text: str) -> tuple[str, str, str, str]:
+    """(op, type, shape, options) of a call, each as written."""
+    words = text.strip().split(None, 2)
+    if len(words) < 3:
+        missing = ("an operator, a type and a shape", "a type and a shape", "a shape")[len(words)]
+        raise DescriptorError(f"call is {_shown(text)}, which lacks {missing}; {_LIKE}")
+    op, type_name, rest = words
+    if rest.startswith("("):
+        close = rest.find(")")
+        if close < 0:
+            raise DescriptorError(f"the shape in {_shown(text)} has a '(' but no ')'")
+        return op, type_name, rest[: close + 1], rest[close + 1:]
+    shape = re.match(r"\d+(?:\s*x\s*\d+)*", rest)
+    if not shape:
+        raise DescriptorError(f"the shape is {_shown(rest.split()[0])}, but it must be like (4, 5) or 4x5; {_LIKE}")
+    return op, type_name, shape.group(), rest[shape.end():]
+
+
+def _options(text: str) -> dict[str, str]:
+    """``name=value`` options: each value a word or a parenthesized list; each name once."""
+    options: dict[str, str] = {}
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos == len(text):
+            return options
+        name = _NAME.match(text, pos)
+        if not name:
+            word = text[pos:].split()[0]
+            raise DescriptorError(f"{_shown(word)} is not an option; options are axis=, strides=, direction=, out=, nan=")
+        key, pos = name.group(1), name.end()
+        if text.startswith("(", pos):
+            close = text.find(")", pos)
+            if close < 0:
+                raise DescriptorError(f"option {key}= is {_shown(text[pos:])}: its '(' has no ')'")
+            value, pos = text[pos: close + 1], close + 1
+        else:
+            value = re.match(r"[^\s()]*", text[pos:]).group()  # type: ignore[union-attr]  # * always matches
+            pos += len(value)
+            if not value:
+                raise DescriptorError(f"option {key}= has no value")
+        if key in options:
+            raise DescriptorError(f"option {key!r} is given twice ({key}={options[key]} and {key}={value})")
+        options[key] = value
 
 
 def parse_call(text: str):
     """The descriptor and NaN mode of a NumPy-style call (the grammar in this module's doc)."""
-    m = _CALL.match(text)
-    if not m:
-        raise DescriptorError(f"call is {text!r}, but it must read like 'argmax float32 (4096, 65536) axis=1'")
-    op = m["op"].lower()
+    if not isinstance(text, str):
+        raise TypeError(f"call must be a string, not {type(text).__name__}")
+    op_text, type_text, shape_text, options_text = _split_call(text)
+    op = op_text.lower()
     if op not in ("argmax", "argmin", "hardmax"):
-        raise DescriptorError(f"the operator is {m['op']!r}, but it must be argmax, argmin or hardmax")
-    type_name = "uint8" if m["type"].lower() == "bool" else m["type"]
-    data_type = DataType.parse(type_name, "the input type")
-    shape = _ints(m["shape"], "the shape")
-    options = dict(_OPTION.findall(m["options"]))
-    leftover = _OPTION.sub("", m["options"]).strip()
-    if leftover:
-        raise DescriptorError(f"{leftover!r} is not an option; options are axis=, strides=, direction=, out=, nan=")
-    unknown = sorted(set(options) - {"axis", "strides", "direction", "out", "nan"})
+        raise DescriptorError(f"the operator is {_shown(op_text)}, but it must be argmax, argmin or hardmax")
+    data_type = DataType.parse("uint8" if type_text.lower() == "bool" else type_text, "the input type")
+    shape = _ints(shape_text, "the shape", ",x")
+    options = _options(options_text)
+    unknown = [key for key in options if key not in _OPTIONS]
     if unknown:
-        raise DescriptorError(f"option {unknown[0]!r} is unknown; options are axis, strides, direction, out, nan")
+        raise DescriptorError(f"option {unknown[0]!r} is unknown; options are {', '.join(_OPTIONS)}")
+    if op == "hardmax":
+        extra = [key for key in options if key in ("direction", "out")]
+        if extra:
+            raise DescriptorError(f"option {extra[0]!r} is not one of hardmax's; hardmax takes axis, strides and nan")
+    strides = _ints(options["strides"], "strides") if "strides" in options else None
+    input_tensor = TensorDesc(data_type, shape, strides)
     rank = len(shape)
     axis = options.get("axis", "-1" if op == "hardmax" else "None")
-    axes = tuple(range(rank)) if axis == "None" else _ints(axis, "axis")
-    axes = tuple(a + rank if -rank <= a < 0 else a for a in axes)
-    strides = _ints(options["strides"], "strides") if "strides" in options else None
+    if axis.strip().lower() == "none":
+        axes = tuple(range(rank))
+    else:
+        axes = _ints(axis, "axis")
+        for a in axes:
+            if not -rank <= a < rank:
+                raise DescriptorError(f"axis is {_shown(axis)}, but {a} is not an axis of a rank-{rank} shape; "
+                                      f"axes are in [{-rank}, {rank - 1}]")
+        axes = tuple(a + rank if a < 0 else a for a in axes)
     direction = AxisDirection.parse(options.get("direction", "increasing"), "direction")
     out_type = DataType.parse(options.get("out", "int64"), "out")
     nan_mode = NanMode.parse(options.get("nan", "propagate"), "nan")
-    input_tensor = TensorDesc(data_type, shape, strides)
     return operator_for(op, input_tensor, axes, direction, out_type), nan_mode
 
 
@@ -93,9 +197,87 @@ def _describe(what):
     if isinstance(what, dict):
         return operator_from_json(what), None
     if isinstance(what, str):
-        return (operator_from_json(what), None) if what.lstrip().startswith("{") else parse_call(what)
-    lower(what)  # a TypeError for anything that is not a descriptor
+        return (operator_from_json(what), None) if what.lstrip()[:1] in ("{", "[") else parse_call(what)
+    if not isinstance(what, OPERATOR_TYPES):
+        raise TypeError(f"what to explain must be a call (str), an operator's JSON (str or dict) or an operator "
+                        f"descriptor, not {type(what).__name__}")
     return what, None
+
+
+def _check_capabilities(caps: Capabilities) -> None:
+    """The limits the planner divides by and fits into, each a positive integer it can use."""
+    for field in ("max_storage_binding", "max_buffer", "max_workgroups_per_dim", "offset_alignment"):
+        value = getattr(caps, field)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"capabilities.{field} must be an int, not {type(value).__name__} ({_shown(value)})")
+    align = caps.offset_alignment
+    if align < 4 or align & (align - 1):
+        raise DescriptorError(f"capabilities.offset_alignment is {align}, but it must be a power of two of at least 4")
+    if caps.max_workgroups_per_dim < 1:
+        raise DescriptorError(f"capabilities.max_workgroups_per_dim is {caps.max_workgroups_per_dim}, but it must be "
+                              f"at least 1")
+    _check_limit("capabilities.max_storage_binding", caps.max_storage_binding, align + 16,
+                 f"the offset alignment ({align}) and one 16-byte quad")
+    _check_limit("capabilities.max_buffer", caps.max_buffer, 16, "one 16-byte quad")
+
+
+def _check_limit(name: str, value, least: int, why: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int (bytes), not {type(value).__name__} ({_shown(value)})")
+    if value < least:
+        raise DescriptorError(f"{name} is {value}, but it must be at least {least} bytes: {why}")
+
+
+def piece_count(red, caps: Capabilities, most: int = MAX_PIECES) -> int:
+    """How many pieces ``pieces.schedule`` makes for ``red`` on ``caps``, counted without making
+    any (it mirrors the scheduler's grid: the cells of each tensor's buffers and of the largest
+    windows, cut by halving kept ranges where reduced axes are cut); or some number above
+    ``most`` as soon as the count is sure to exceed it, before any long list is built. A
+    schedule the scheduler refuses counts 1 (it raises quickly)."""
+    binding, align = caps.max_storage_binding, caps.offset_alignment
+    inp, out = red.input, red.output
+    if inp.total_tensor_size_in_bytes <= binding and out.total_tensor_size_in_bytes <= binding:
+        return 1
+    sizes, hardmax = inp.sizes, red.op == "hardmax"
+    reduced = set(red.axes)
+    out_one = set() if hardmax else reduced  # the output's axes of size 1, which its windows do not cut
+    out_strides = tuple(0 if a in out_one else s for a, s in enumerate(out.element_strides))
+
+    def cells(lengths) -> int:
+        return math.prod(-(-n // length) for n, length in zip(sizes, lengths))
+
+    lengths = cell_lengths(sizes, [(inp.element_strides, inp.data_type.size), (out_strides, out.data_type.size)],
+                           (binding - align) & ~15)
+    bound = cells(lengths)
+    for desc in (inp, out):
+        if desc.total_tensor_size_in_bytes > caps.max_buffer:
+            buffer_lengths = cell_lengths(desc.sizes, [(desc.element_strides, desc.data_type.size)], caps.max_buffer & ~15)
+            bound = max(bound, math.prod(-(-n // length) for n, length in zip(desc.sizes, buffer_lengths)))
+    if bound > most:
+        return bound
+    in_parts = buffer_grid(inp, caps)
+    out_parts = [((0, n),) if a in out_one else part for a, (n, part) in enumerate(zip(sizes, buffer_grid(out, caps)))]
+    grid = [_partition(_refine(pi, po), n) for pi, po, n in zip(in_parts, out_parts, lengths)]
+    if all(len(grid[a]) == 1 for a in reduced):
+        return math.prod(len(g) for g in grid)
+    split = math.prod(len(grid[a]) for a in reduced)
+    kept = [a for a in range(len(sizes)) if a not in reduced]
+    per_group = split + (split if hardmax else 1)  # the pieces, then one merge (one per cell for HARDMAX)
+    scratch = min(binding, caps.max_buffer)
+
+    def longest(axis: int) -> int:
+        return max(b - a for a, b in grid[axis])
+
+    while 16 * split * math.prod(longest(k) for k in kept) > scratch:
+        widest = max((k for k in kept if longest(k) > 1), key=longest, default=None)
+        if widest is None:
+            return 1
+        shorter = (longest(widest) + 1) // 2
+        groups = math.prod(len(grid[k]) for k in kept if k != widest) * -(-sizes[widest] // shorter)
+        if groups * per_group > most:
+            return groups * per_group
+        grid[widest] = _partition(grid[widest], shorter)
+    return math.prod(len(grid[k]) for k in kept) * per_group
 
 
 def _dims(dims: tuple[Dim, ...]) -> str:
@@ -163,23 +345,48 @@ def explain(what, *, device=None, capabilities: Capabilities | None = None, nan_
     """The plan (pieces, kernel, grid, split, merge) and the final WGSL of each pass for a
     descriptor or a NumPy-style call, as text. ``device`` (a ``dmlgpu.Device``) lends its
     capabilities and tuning; ``capabilities`` replaces them; ``nan_mode`` overrides the one
-    the call implies (a descriptor's default is "ignore")."""
+    the call implies (a descriptor's default is "ignore"). Bad input raises
+    ``DescriptorError`` (or ``TypeError`` for an argument of the wrong kind) naming the part
+    that is wrong; so does a schedule of more than ``MAX_PIECES`` pieces."""
+    if capabilities is not None and not isinstance(capabilities, Capabilities):
+        raise TypeError(f"capabilities must be a dmlgpu.plan.Capabilities, not {type(capabilities).__name__}")
+    if tuning is not None and not isinstance(tuning, Tuning):
+        raise TypeError(f"tuning must be a dmlgpu.plan.Tuning, not {type(tuning).__name__}")
+    if device is not None:
+        try:
+            device_caps, device_tuning, device_name = device.runner.capabilities, device.tuning, device.name
+        except AttributeError:
+            raise TypeError(f"device must be a dmlgpu.Device, not {type(device).__name__}") from None
     desc, implied = _describe(what)
     mode = NanMode.parse(nan_mode if nan_mode is not None else implied or NanMode.IGNORE, "nan_mode")
     if capabilities is not None:
         caps, source = capabilities, "given"
     elif device is not None:
-        caps, source = device.runner.capabilities, device.name
+        caps, source = device_caps, device_name
     else:
         caps, source = DEFAULT_CAPABILITIES, "no adapter: WebGPU's default limits, no optional features"
-    tuning = tuning or (device.tuning if device is not None else Tuning())
-    return explain_schedule(desc, schedule(lower(desc), caps, mode, tuning), caps, mode, source)
+    _check_capabilities(caps)
+    tuning = tuning or (device_tuning if device is not None else Tuning())
+    red = lower(desc)
+    pieces = piece_count(red, caps)
+    if pieces > MAX_PIECES:
+        raise DescriptorError(
+            f"the schedule for these limits (storage binding {caps.max_storage_binding} B, buffer {caps.max_buffer} B) "
+            f"has {pieces} pieces or more, but explain plans at most {MAX_PIECES}; raise the limits")
+    return explain_schedule(desc, schedule(red, caps, mode, tuning), caps, mode, source)
 
 
-def with_limits(caps: Capabilities, binding: int | None, buffer: int | None) -> Capabilities:
-    """Capabilities with the binding and buffer limits replaced where given."""
+def with_limits(caps: Capabilities, binding: int | None, buffer: int | None,
+                names: tuple[str, str] = ("binding", "buffer")) -> Capabilities:
+    """Capabilities with the binding and buffer limits replaced where given; ``names`` are
+    what messages call the two (the command's flags: ``("--binding", "--buffer")``)."""
+    if binding is not None:
+        _check_limit(names[0], binding, caps.offset_alignment + 16,
+                     f"the offset alignment ({caps.offset_alignment}) and one 16-byte quad")
+    if buffer is not None:
+        _check_limit(names[1], buffer, 16, "one 16-byte quad")
     changes: dict[str, Any] = {k: v for k, v in (("max_storage_binding", binding), ("max_buffer", buffer)) if v is not None}
     return dataclasses.replace(caps, **changes)
 
 
-__all__ = ["explain", "parse_call", "with_limits", "DEFAULT_CAPABILITIES"]
+__all__ = ["explain", "parse_call", "with_limits", "DEFAULT_CAPABILITIES", "MAX_PIECES"]

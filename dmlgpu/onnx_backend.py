@@ -16,6 +16,11 @@ What runs: graphs made only of ``ArgMax``, ``ArgMin`` (every opset: ``axis``, ``
 Values between nodes stay on the GPU. Any other node, a type DirectML's operators do not take
 (DOUBLE, BFLOAT16, ...) or an attribute dmlgpu cannot honour is refused by ``prepare`` with a
 ``dmlgpu.ModelError`` that names the node and its op type; nothing falls back to the CPU.
+A model that cannot be read (bytes protobuf cannot parse, a path that does not exist) or that
+ONNX's checker refuses raises ``ModelError`` too, with protobuf's or the checker's reason on
+one line. Inputs that do not fit the graph raise ``DataError`` (dtype, shape, not an array),
+``ValueError`` (how many, which names) or ``TypeError`` (not arrays at all); bad options of
+``prepare`` raise ``TypeError`` or ``DescriptorError``. The next valid call works.
 
 NaN: ONNX leaves it open; its reference implementation is NumPy's, so the default here is
 ``nan_mode="propagate"`` (a NaN is the extreme: the first NaN, or the last with
@@ -33,12 +38,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any, Callable
 
 import numpy as np
 
 try:
     import onnx
+    from google.protobuf.message import DecodeError
     from onnx import TensorProto, helper, numpy_helper
     from onnx.backend.base import Backend, BackendRep
 except ImportError as err:  # pragma: no cover - the message is the point
@@ -74,7 +81,21 @@ DEVICES = ("GPU", "CUDA")
 
 
 def _type_name(elem_type: int) -> str:
-    return TensorProto.DataType.Name(elem_type)
+    if elem_type in TensorProto.DataType.values():
+        return TensorProto.DataType.Name(elem_type)
+    return f"{elem_type} (no ONNX type)"
+
+
+def _short(text: object, limit: int = 300) -> str:
+    """``text`` (a message from onnx or protobuf) on one line, at most ``limit`` characters."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _shown(value, limit: int = 60) -> str:
+    """The repr of a value given by the caller, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclasses.dataclass
@@ -110,24 +131,69 @@ class _Step:
     coerced_2d: bool  # Hardmax before opset 13
 
 
+def _word(text: str) -> str:
+    """A name from the model as the messages show it: as it is when it is a plain word, else quoted."""
+    return text if text.replace("_", "a").replace(".", "a").isalnum() and text.isascii() else _shown(text)
+
+
 def _node_name(node, i: int) -> str:
-    return f"node {i} ({node.name!r}, {node.op_type})" if node.name else f"node {i} ({node.op_type})"
+    op = _word(node.op_type)
+    return f"node {i} ({_shown(node.name)}, {op})" if node.name else f"node {i} ({op})"
 
 
 def _load(model) -> onnx.ModelProto:
+    """The ModelProto of a model given as one, as its serialized bytes or as a path; a
+    ModelError names what could not be read."""
     if isinstance(model, onnx.ModelProto):
         return model
-    if isinstance(model, (bytes, bytearray)):
-        return onnx.load_from_string(bytes(model))
-    if isinstance(model, str):
-        return onnx.load(model)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return _parse(bytes(model), f"the model's {len(model)} bytes")
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if not isinstance(path, str):
+            raise TypeError(f"model is a path of bytes ({_shown(path)}); give it as a str or a pathlib.Path")
+        if not os.path.exists(path):
+            raise ModelError(f"model path {_shown(path)} does not exist")
+        if os.path.isdir(path):
+            raise ModelError(f"model path {_shown(path)} is a directory, not an ONNX file")
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as err:
+            raise ModelError(f"model path {_shown(path)} could not be read: {err.strerror or err}") from None
+        return _parse(data, f"the file {_shown(path)}")
     raise TypeError(f"model must be an onnx.ModelProto, bytes or a path, not {type(model).__name__}")
 
 
-def _opset(model: onnx.ModelProto) -> int:
+def _parse(data: bytes, what: str) -> onnx.ModelProto:
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, ValueError, RuntimeError) as err:  # protobuf's C and Python parsers differ
+        raise ModelError(f"{what} are not an ONNX model: protobuf cannot parse them as a ModelProto "
+                         f"({_short(err, 120)})") from None
+    return model
+
+
+def _check(model: onnx.ModelProto) -> None:
+    """ONNX's checker, its refusal as a ModelError; then the opset it must know."""
+    try:
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, ValueError, TypeError, RuntimeError) as err:
+        raise ModelError(f"the ONNX checker refuses the model: {_short(err)}") from None
+    newest = onnx.defs.onnx_opset_version()
     for entry in model.opset_import:
-        if entry.domain in ("", "ai.onnx"):
-            return entry.version
+        if entry.domain in ("", "ai.onnx") and entry.version > newest:
+            raise ModelError(f"the model imports opset {entry.version} of the default ONNX domain, but the onnx "
+                             f"package here knows opsets up to {newest}, so what its ops mean is unknown")
+
+
+def _opset(model: onnx.ModelProto) -> int:
+    versions = {entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")}
+    if len(versions) > 1:
+        raise ModelError(f"the model imports opsets {sorted(versions)} of the default ONNX domain; it must import one")
+    if versions:
+        return versions.pop()
     raise ModelError("the model imports no opset of the default ONNX domain, which ArgMax, ArgMin and Hardmax belong to")
 
 
@@ -142,7 +208,12 @@ def _shape_of(value_info) -> tuple | None:
     t = value_info.type.tensor_type
     if not t.HasField("shape"):
         return None
-    return tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim)
+    shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim)
+    for i, d in enumerate(shape):
+        if d is not None and d < 0:
+            raise ModelError(f"graph input {value_info.name!r} declares dimension {i} as {d}, but a "
+                             f"dimension is at least 0")
+    return shape
 
 
 def _plan(model: onnx.ModelProto) -> tuple[list[_Step], dict, list[tuple[str, int, tuple | None]], list[str]]:
@@ -150,7 +221,10 @@ def _plan(model: onnx.ModelProto) -> tuple[list[_Step], dict, list[tuple[str, in
     output names. Raises ModelError naming the node for anything dmlgpu cannot honour."""
     graph = model.graph
     opset = _opset(model)
-    initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    try:
+        initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    except Exception as err:  # numpy_helper raises whatever its data makes it raise
+        raise ModelError(f"an initializer cannot be read as an array ({type(err).__name__}: {_short(err, 120)})") from None
     types: dict[str, int] = {t.name: t.data_type for t in graph.initializer}
     ranks: dict[str, int | None] = {t.name: len(t.dims) for t in graph.initializer}
     feeds = []
@@ -167,14 +241,22 @@ def _plan(model: onnx.ModelProto) -> tuple[list[_Step], dict, list[tuple[str, in
     for i, node in enumerate(graph.node):
         where = _node_name(node, i)
         if node.domain not in ("", "ai.onnx") or node.op_type not in ATTRIBUTES:
-            op = f"{node.domain}::{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
+            op = f"{_word(node.domain)}::{_word(node.op_type)}" if node.domain not in ("", "ai.onnx") else _word(node.op_type)
             raise ModelError(f"{where}: op type {op} is not one dmlgpu runs; dmlgpu.onnx_backend "
                              f"runs graphs made only of ArgMax, ArgMin and Hardmax")
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        try:
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        except ValueError as err:  # an attribute of no type the checker let through
+            raise ModelError(f"{where}: an attribute cannot be read ({_short(err, 120)})") from None
         unknown = sorted(set(attrs) - ATTRIBUTES[node.op_type])
         if unknown:
             raise ModelError(f"{where}: attribute {unknown[0]!r} is not one of {node.op_type}'s "
                              f"({', '.join(sorted(ATTRIBUTES[node.op_type]))})")
+        for flag in ("keepdims", "select_last_index"):
+            if flag in attrs and attrs[flag] not in (0, 1):
+                raise ModelError(f"{where}: attribute {flag!r} is {_shown(attrs[flag])}, but it must be 0 or 1")
+        if "axis" in attrs and not isinstance(attrs["axis"], int):
+            raise ModelError(f"{where}: attribute 'axis' is {_shown(attrs['axis'])}, but it must be an integer")
         if len(node.input) != 1 or len(node.output) != 1 or not node.input[0] or not node.output[0]:
             raise ModelError(f"{where}: it must have one input and one output")
         source = node.input[0]
@@ -225,11 +307,16 @@ class DmlBackendRep(BackendRep):
     """A prepared model: run it with ``run(inputs)``."""
 
     def __init__(self, model: onnx.ModelProto, device: Device | None, nan_mode):
+        self.nan_mode = NanMode.parse(nan_mode, "nan_mode")
+        if device is not None and not isinstance(device, Device):
+            raise TypeError(f"dml_device must be a dmlgpu.Device, not {type(device).__name__} ({_shown(device)})")
         self._steps, self._initializers, self._feeds, self._outputs = _plan(model)
         self._device = device
-        self.nan_mode = NanMode.parse(nan_mode, "nan_mode")
         self.input_names = [name for name, _, _ in self._feeds]
         self.output_names = list(self._outputs)
+        # an initializer that is also a graph input may be fed in its place, with the input's type and shape
+        self._overridable = {vi.name: (vi.type.tensor_type.elem_type, _shape_of(vi))
+                             for vi in model.graph.input if vi.name in self._initializers}
 
     @property
     def device(self) -> Device:
@@ -245,28 +332,40 @@ class DmlBackendRep(BackendRep):
         return [values[name].numpy() for name in self._outputs]
 
     def _fed(self, inputs) -> dict[str, _Value]:
+        """The inputs given, checked against the graph: names, count, dtypes, shapes."""
         if isinstance(inputs, dict):
-            unknown = sorted(set(inputs) - {name for name, _, _ in self._feeds} - set(self._initializers))
+            for key in inputs:
+                if not isinstance(key, str):
+                    raise TypeError(f"inputs is a dict, so its keys must be input names (str), not "
+                                    f"{type(key).__name__} ({_shown(key)})")
+            unknown = [key for key in inputs if key not in self.input_names and key not in self._overridable]
             if unknown:
-                raise ValueError(f"inputs has {unknown[0]!r}, which is no input of the graph ({self.input_names})")
-            given = inputs
+                raise ValueError(f"inputs has {_shown(unknown[0])}, which is no input of the graph ({self.input_names})")
+            given = dict(inputs)
         else:
             if isinstance(inputs, np.ndarray):
                 inputs = [inputs]
+            if not isinstance(inputs, (list, tuple)):
+                raise TypeError(f"inputs must be a list or tuple of arrays (in graph input order), a dict of arrays "
+                                f"by name, or one array; not {type(inputs).__name__} ({_shown(inputs)})")
             if len(inputs) != len(self._feeds):
                 raise ValueError(f"inputs holds {len(inputs)} arrays, but the graph has {len(self._feeds)} "
                                  f"inputs ({self.input_names})")
             given = dict(zip(self.input_names, inputs))
         missing = [name for name in self.input_names if name not in given]
         if missing:
-            raise ValueError(f"input {missing[0]!r} is missing")
-        fed = {name: _Value(np.asarray(a), np.shape(a)) for name, a in given.items()}
-        for name, elem, shape in self._feeds:
-            a = fed[name].data
-            if a.dtype != helper.tensor_dtype_to_np_dtype(elem):
-                raise DataError(f"input {name!r} has dtype {a.dtype}, but the graph declares {_type_name(elem)}")
-            if shape is not None and (len(shape) != a.ndim or any(d is not None and d != n for d, n in zip(shape, a.shape))):
-                raise DataError(f"input {name!r} has shape {a.shape}, but the graph declares {shape}")
+            raise ValueError(f"input {missing[0]!r} is missing; the graph's inputs are {self.input_names}")
+        fed = {}
+        declared = {name: (elem, shape) for name, elem, shape in self._feeds} | self._overridable
+        for name, a in given.items():
+            elem, shape = declared[name]
+            array = _as_array(a, f"input {name!r}")
+            if array.dtype != helper.tensor_dtype_to_np_dtype(elem):
+                raise DataError(f"input {name!r} has dtype {array.dtype}, but the graph declares {_type_name(elem)}")
+            if shape is not None and (len(shape) != array.ndim
+                                      or any(d is not None and d != n for d, n in zip(shape, array.shape))):
+                raise DataError(f"input {name!r} has shape {array.shape}, but the graph declares {shape}")
+            fed[name] = _Value(array, array.shape)
         return fed
 
     def _run_step(self, step: _Step, x: _Value) -> _Value:
@@ -298,6 +397,21 @@ class DmlBackendRep(BackendRep):
         return with_sizes(ones, t.shape)
 
 
+def _as_array(value, what: str) -> np.ndarray:
+    """``value`` as a NumPy array, or a DataError (TypeError for what is no array at all)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        raise TypeError(f"{what} must be an array, not {type(value).__name__} ({_shown(value)})")
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError, OverflowError) as err:  # ragged nesting, objects NumPy cannot hold
+        raise DataError(f"{what} is not an array NumPy can make ({_short(err, 120)})") from None
+    if array.dtype == object:
+        raise DataError(f"{what} holds Python objects ({_shown(value)}), not numbers of one type")
+    return array
+
+
 class DmlBackend(Backend):
     """dmlgpu as an ONNX backend; the module-level functions are this class's methods."""
 
@@ -306,8 +420,10 @@ class DmlBackend(Backend):
         """Whether ``prepare`` would accept the model (nothing is opened)."""
         try:
             _check_device(device)
-            _plan(_load(model))
-        except (ModelError, ValueError):
+            loaded = _load(model)
+            _check(loaded)
+            _plan(loaded)
+        except (ModelError, ValueError, TypeError):
             return False
         return True
 
@@ -320,9 +436,14 @@ class DmlBackend(Backend):
         if unknown:
             raise TypeError(f"prepare() got an unexpected keyword argument {unknown[0]!r}; it takes "
                             f"nan_mode, dml_device")
+        nan_mode = NanMode.parse(kwargs.get("nan_mode", "propagate"), "nan_mode")
+        dml_device = kwargs.get("dml_device")
+        if dml_device is not None and not isinstance(dml_device, Device):
+            raise TypeError(f"dml_device must be a dmlgpu.Device, not {type(dml_device).__name__} "
+                            f"({_shown(dml_device)})")
         model = _load(model)
-        onnx.checker.check_model(model)
-        return DmlBackendRep(model, kwargs.get("dml_device"), kwargs.get("nan_mode", "propagate"))
+        _check(model)
+        return DmlBackendRep(model, dml_device, nan_mode)
 
     @classmethod
     def run_model(cls, model, inputs, device: str = "GPU", **kwargs) -> list[np.ndarray]:  # type: ignore[override]
@@ -333,20 +454,46 @@ class DmlBackend(Backend):
                  **kwargs) -> list[np.ndarray]:
         """Run one node on ``inputs`` (a list of arrays, one per node input); ``opset_version``
         (default: the installed onnx's newest) picks the op's version."""
-        opset = kwargs.pop("opset_version", onnx.defs.onnx_opset_version())
-        arrays = [np.asarray(a) for a in (inputs.values() if isinstance(inputs, dict) else inputs)]
-        elems = [helper.np_dtype_to_tensor_dtype(a.dtype) for a in arrays]
+        newest = onnx.defs.onnx_opset_version()
+        opset = kwargs.pop("opset_version", newest)
+        if not isinstance(node, onnx.NodeProto):
+            raise TypeError(f"node must be an onnx.NodeProto, not {type(node).__name__} ({_shown(node)})")
+        if isinstance(opset, bool) or not isinstance(opset, int):
+            raise TypeError(f"opset_version must be an int, not {type(opset).__name__} ({_shown(opset)})")
+        if not 1 <= opset <= newest:
+            raise ValueError(f"opset_version is {opset}, but the onnx package here knows opsets 1 to {newest}")
+        if isinstance(inputs, np.ndarray):
+            inputs = [inputs]
+        if isinstance(inputs, dict):
+            inputs = list(inputs.values())
+        if not isinstance(inputs, (list, tuple)):
+            raise TypeError(f"inputs must be a list of arrays, one per node input, not {type(inputs).__name__} "
+                            f"({_shown(inputs)})")
+        if len(inputs) != len(node.input):
+            raise ValueError(f"inputs holds {len(inputs)} arrays, but the node has {len(node.input)} inputs "
+                             f"({list(node.input)})")
+        arrays = [_as_array(a, f"input {name!r}") for name, a in zip(node.input, inputs)]
+        elems = []
+        for name, a in zip(node.input, arrays):
+            try:
+                elems.append(helper.np_dtype_to_tensor_dtype(a.dtype))
+            except (KeyError, ValueError, TypeError):
+                raise DataError(f"input {name!r} has dtype {a.dtype}, which no ONNX element type holds") from None
         if outputs_info is None:  # the checker wants a type and a rank: the node's own
             keepdims = next((a.i for a in node.attribute if a.name == "keepdims"), 1)
             hardmax = node.op_type == "Hardmax"
-            rank = arrays[0].ndim if hardmax or keepdims else arrays[0].ndim - 1
-            outputs_info = [(helper.tensor_dtype_to_np_dtype(elems[0]) if hardmax else np.int64,
-                             tuple(f"d{i}" for i in range(rank)))] * len(node.output)
+            rank = 0 if not arrays else arrays[0].ndim if hardmax or keepdims else max(arrays[0].ndim - 1, 0)
+            dtype = helper.tensor_dtype_to_np_dtype(elems[0]) if hardmax and elems else np.int64
+            outputs_info = [(dtype, tuple(f"d{i}" for i in range(rank)))] * len(node.output)
+        try:
+            outputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
+                       for name, (dtype, shape) in zip(node.output, outputs_info)]
+        except (KeyError, ValueError, TypeError) as err:
+            raise TypeError(f"outputs_info must hold a (dtype, shape) pair per node output ({_short(err, 120)})") from None
         graph = helper.make_graph(
             [node], "run_node",
             [helper.make_tensor_value_info(name, elem, a.shape) for name, elem, a in zip(node.input, elems, arrays)],
-            [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
-             for name, (dtype, shape) in zip(node.output, outputs_info)],
+            outputs,
         )
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         return cls.prepare(model, device, **kwargs).run(arrays)

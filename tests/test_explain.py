@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 
 import pytest
 
 import dmlgpu
 from dmlgpu import cli
 from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc, lower
-from dmlgpu.explainer import DEFAULT_CAPABILITIES, explain, parse_call
+from dmlgpu.explainer import DEFAULT_CAPABILITIES, MAX_PIECES, explain, parse_call, piece_count, with_limits
 from dmlgpu.pieces import schedule
 from dmlgpu.plan import Capabilities, Tuning
 from dmlgpu.types import AxisDirection, DataType, NanMode
@@ -127,3 +129,85 @@ def test_input_type_mention():
     text = explain("argmax int64 (4, 4)", capabilities=DEFAULT_CAPABILITIES)
     assert "keys: INT64 u32 words" in text  # no shader-int64 among the default capabilities
     assert DataType.INT64.name in text
+
+
+@pytest.mark.parametrize("text, message", [
+    ("argmax float32 (3,,4)", r"the shape is '\(3,,4\)', but '' in it is not an integer"),
+    ("argmax float32 (3, 4", r"has a '\(' but no '\)'"),
+    ("argmax float32 (3, 4) axis=0 axis=1", "option 'axis' is given twice"),
+    ("hardmax float32 (3, 4) direction=decreasing", "option 'direction' is not one of hardmax's"),
+    ("argmax float32 (3, 4) axis=-3", r"axis is '-3', but -3 is not an axis of a rank-2 shape; axes are in \[-2, 1\]"),
+    ("argmax float32 (3, 4) axis=(0", r"option axis= is '\(0': its '\(' has no '\)'"),
+    ("argmax float32 (" + "9" * 5000 + ")", "far too large"),
+    ('{"Type": "ARGMAX", "Desc": ', "not valid JSON: Expecting value at line 1 column 28"),
+    ('{"a":' * 5000, "nests arrays or objects deeper"),
+])
+def test_bad_calls_and_json_name_the_part_at_fault(text, message):
+    with pytest.raises(dmlgpu.DescriptorError, match=message):
+        explain(text)
+
+
+def test_json_fields_of_the_wrong_kind_are_named():
+    obj = ArgMaxOperatorDesc(TensorDesc("INT32", [6, 7]), None, (1,)).to_json()
+    with pytest.raises(TypeError, match=r"InputTensor.Sizes must be an array of integers, not int \(5\)"):
+        dmlgpu.operator_from_json({**obj, "Desc": {**obj["Desc"], "InputTensor": {"DataType": "INT32", "Sizes": 5,
+                                                                                    "DimensionCount": 1}}})
+    with pytest.raises(TypeError, match="AxisCount must be an integer, not str"):
+        dmlgpu.operator_from_json({**obj, "Desc": {**obj["Desc"], "AxisCount": "1"}})
+    with pytest.raises(TypeError, match=r"OutputTensor must be an object \(a TensorDesc's fields\), not list"):
+        dmlgpu.operator_from_json({**obj, "Desc": {**obj["Desc"], "OutputTensor": [1]}})
+    with pytest.raises(TypeError, match="Type must be a string such as 'ARGMAX', not float"):
+        dmlgpu.operator_from_json('{"Type": 1e999, "Desc": {}}')
+
+
+def test_bad_arguments_and_limits_are_named():
+    with pytest.raises(TypeError, match="capabilities must be a dmlgpu.plan.Capabilities"):
+        explain("argmax float32 (3,)", capabilities={"max_storage_binding": 1})
+    with pytest.raises(TypeError, match="device must be a dmlgpu.Device"):
+        explain("argmax float32 (3,)", device="GPU")
+    with pytest.raises(dmlgpu.DescriptorError, match="capabilities.offset_alignment is 3, but it must be a power of two"):
+        explain("argmax float32 (3,)", capabilities=Capabilities(1 << 20, 1 << 20, offset_alignment=3))
+    with pytest.raises(dmlgpu.DescriptorError, match="binding is 16, but it must be at least 272 bytes"):
+        with_limits(DEFAULT_CAPABILITIES, 16, None)
+
+
+def test_a_schedule_of_too_many_pieces_is_refused_at_once():
+    """A tiny binding on a large tensor made explain plan for minutes; it is refused before planning."""
+    caps = with_limits(DEFAULT_CAPABILITIES, 4096, 4096)
+    started = time.perf_counter()
+    with pytest.raises(dmlgpu.DescriptorError, match=f"pieces or more, but explain plans at most {MAX_PIECES}"):
+        explain("argmax float32 (4096, 65536) axis=1", capabilities=caps)
+    assert time.perf_counter() - started < 1
+
+
+@pytest.mark.parametrize("call, binding, buffer", [
+    ("argmin float32 (4, 65536) axis=1", 1 << 16, 1 << 18), ("hardmax float32 (290, 177) axis=1", 1024, 256),
+    ("argmax int8 (142, 286) axis=0", 16384, 4096), ("argmin int64 (9, 40, 30) axis=(0, 2)", 2048, 256),
+    ("argmax float16 (1000, 3) strides=(64, 1) axis=0", 4096, 1 << 20),
+])
+def test_piece_count_is_the_schedules(call, binding, buffer):
+    """explain's count of pieces (made without making them) is the scheduler's own."""
+    caps = with_limits(DEFAULT_CAPABILITIES, binding, buffer)
+    red = lower(parse_call(call)[0])
+    assert piece_count(red, caps, most=1 << 30) == len(schedule(red, caps, NanMode.IGNORE, Tuning()).pieces)
+
+
+def test_cli_bad_files_flags_and_adapters(capsys, tmp_path):
+    (tmp_path / "bad.json").write_bytes(b"\xff\xfe{")
+    (tmp_path / "dir.json").mkdir()
+    for argv, message in [
+        (["explain", "--no-gpu", str(tmp_path / "bad.json")], "is not UTF-8 text"),
+        (["explain", "--no-gpu", str(tmp_path / "dir.json")], "is a directory"),
+        (["explain", "--no-gpu", str(tmp_path / "none.json")], "names no file"),
+        (["explain", "--no-gpu", "--binding", "-5", "argmax float32 (3,)"], "--binding is -5, but it must be at least"),
+        (["--adapter", "#x", "explain", "argmax float32 (3,)"], "an index is '#' and digits"),
+        (["--adapter", "#\u00b2", "demo"], "an index is '#' and digits"),
+        (["--adapter", "no-such-adapter", "explain", "argmax float32 (3,)"], "no adapter's name contains it"),
+        (["bench", "--repeats", "0"], r"--repeats is 0, but it must be in \[1, "),
+        (["bench", "--quick", "--case", "rows", "--case", "no-such-case"], "matches --case 'no-such-case'"),
+        (["bench", "--json", str(tmp_path)], "which is a directory"),
+    ]:
+        assert cli.main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert re.search(message, captured.err) and captured.err.count("\n") == 1 and not captured.out, (argv, captured)
+    assert cli.main(["explain", "--no-gpu", "argmax float32 (4, 5) axis=1"]) == 0

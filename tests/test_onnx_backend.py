@@ -256,3 +256,50 @@ def test_inputs_are_checked():
         rep.run([np.zeros((3, 2), np.float32)])
     with pytest.raises(ValueError, match="holds 2 arrays"):
         rep.run([np.zeros((2, 3), np.float32)] * 2)
+
+
+def test_unreadable_and_refused_models_are_model_errors(tmp_path):
+    """Whatever protobuf, the filesystem or ONNX's checker says reaches the caller as a ModelError."""
+    m = model("ArgMax", 13, [2, 3])
+    data = m.SerializeToString()
+    with pytest.raises(dmlgpu.ModelError, match="not an ONNX model: protobuf cannot parse"):
+        backend.prepare(b"\x01\x02junk")
+    with pytest.raises(dmlgpu.ModelError, match="does not exist"):
+        backend.prepare(str(tmp_path / "missing.onnx"))
+    with pytest.raises(dmlgpu.ModelError, match="is a directory"):
+        backend.prepare(tmp_path)
+    (tmp_path / "m.onnx").write_bytes(data)
+    assert backend.prepare(tmp_path / "m.onnx").run([np.zeros((2, 3), np.float32)])[0].shape == (1, 3)
+    bad = onnx.ModelProto()
+    bad.CopyFrom(m)
+    bad.graph.node[0].attribute.append(helper.make_attribute("axis", 1.5))
+    with pytest.raises(dmlgpu.ModelError, match="the ONNX checker refuses the model: .*axis"):
+        backend.prepare(bad)
+    assert not backend.is_compatible(bad) and not backend.is_compatible(b"\x01\x02junk")
+    newer = model("ArgMax", 13, [2, 3])
+    newer.opset_import[0].version = onnx.defs.onnx_opset_version() + 1
+    with pytest.raises(dmlgpu.ModelError, match="knows opsets up to"):
+        backend.prepare(newer)
+    flags = model("ArgMax", 13, [2, 3], keepdims=2)
+    with pytest.raises(dmlgpu.ModelError, match="attribute 'keepdims' is 2, but it must be 0 or 1"):
+        backend.prepare(flags)
+
+
+def test_bad_inputs_and_options_are_named():
+    rep = backend.prepare(model("ArgMax", 13, [2, 3]))
+    with pytest.raises(TypeError, match="inputs must be a list or tuple of arrays"):
+        rep.run(None)
+    with pytest.raises(TypeError, match="keys must be input names"):
+        rep.run({1: np.zeros((2, 3), np.float32)})
+    with pytest.raises(ValueError, match="inputs has 'y', which is no input"):
+        rep.run({"y": np.zeros((2, 3), np.float32)})
+    with pytest.raises(dmlgpu.DataError, match="is not an array NumPy can make"):
+        rep.run([[[1.0, 2.0, 3.0], [4.0]]])
+    with pytest.raises(TypeError, match="dml_device must be a dmlgpu.Device"):
+        backend.prepare(model("ArgMax", 13, [2]), dml_device="GPU")
+    node = helper.make_node("ArgMax", ["x"], ["y"])
+    with pytest.raises(ValueError, match="inputs holds 0 arrays, but the node has 1"):
+        backend.run_node(node, [])
+    with pytest.raises(ValueError, match="opset_version is 0"):
+        backend.run_node(node, [np.zeros(3, np.float32)], opset_version=0)
+    np.testing.assert_array_equal(rep.run([np.eye(2, 3, dtype=np.float32)])[0], [[0, 1, 0]])  # still works
