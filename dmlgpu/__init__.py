@@ -9,10 +9,9 @@ from .desc import (
     ArgMaxOperatorDesc,
     ArgMinOperatorDesc,
     ReduceOperatorDesc,
-    TensorDesc,
-    calc_buffer_tensor_size,
     operator_from_json,
 )
+from .tensor_desc import TensorDesc, calc_buffer_tensor_size
 from .errors import AdapterError, DataError, DescriptorError, ModelError, DeviceLostError, GPUMemoryError
 from .types import AxisDirection, DataType, FeatureLevel, NanMode, ReduceFunction, TensorFlags
 

@@ -12,7 +12,7 @@ from typing import Union
 
 import numpy as np
 
-from .desc import TensorDesc, first_overlap
+from .tensor_desc import TensorDesc, first_overlap
 from .errors import DataError
 from .types import DataType
 

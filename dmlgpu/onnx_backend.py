@@ -216,6 +216,8 @@ def _shape_of(value_info) -> tuple | None:
     return shape
 
 
+# Long: one pass over the graph that checks every node against what came before it (types and
+# ranks flow from node to node), each check naming the node.
 def _plan(model: onnx.ModelProto) -> tuple[list[_Step], dict, list[tuple[str, int, tuple | None]], list[str]]:
     """The checked steps, the initializers, the inputs to feed (name, type, shape) and the
     output names. Raises ModelError naming the node for anything dmlgpu cannot honour."""

@@ -180,6 +180,8 @@ class _Tensor:
         return Window(buffer, offset, _round16(rest + span)), rest // self.size
 
 
+# Long, for one reason: its closures share the partition grid and the tensors' windows, and
+# split into functions each would take most of this one's state as arguments.
 def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning = Tuning()) -> Schedule:
     """The pieces (and merges) of a reduction on an adapter with these limits."""
     binding, align = caps.max_storage_binding, caps.offset_alignment

@@ -370,26 +370,12 @@ def _split(count: int, outputs: int, target: int, min_chunk: int, align: int, mo
     return math.ceil(count / chunk), chunk
 
 
-def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning: Tuning = Tuning(),
-         in_base: int = 0, partials_only: bool = False, index_strides: dict[int, int] | None = None,
-         max_split: int | None = None) -> Plan:
-    """The plan for one reduction (or one piece of one, see ``pieces.schedule``) on one adapter.
-
-    For a piece: ``in_base`` is the element offset of the input's first element in its
-    bound window (its alignment decides whether 16-byte loads line up); ``partials_only``
-    stores partial pairs for a merge that the schedule adds; ``index_strides`` are the whole
-    reduction's (``simplify``); ``max_split`` bounds the chunks per output. The partial
-    pairs of a split always fit one binding.
-    """
-    nan_mode = NanMode.parse(nan_mode, "nan_mode")
-    kept, reduced = simplify(red, index_strides)
-    outputs = math.prod(d.size for d in kept)
-    most = max(1, caps.max_storage_binding // (16 * outputs))
-    if max_split is not None:
-        most = min(most, max_split)
-    count = math.prod(d.size for d in reduced)
-    per_quad = elements_per_quad(red, reduced, kept, in_base)
-    columns = outputs_per_quad(red, reduced, kept, in_base)
+def _kernel(red: ArgReduction, kept: tuple[Dim, ...], reduced: tuple[Dim, ...], tuning: Tuning, in_base: int,
+            partials_only: bool, count: int, outputs: int, per_quad: int, columns: int, most: int) -> tuple:
+    """Which kernel suits the simplified shape, and how it covers it: (kernel, workgroup
+    size, segment, rows a block, column quads, split, chunk, workgroups). Short packed rows
+    go to ``reduce_rows``, contiguous rows to ``reduce_segments``, outer axes whose outputs
+    fill quads to ``reduce_columns``, anything else to ``reduce_thread``."""
     wg = tuning.workgroup_size
     segment, block_rows, column_quads = 1, 0, 1
     blocks = None if partials_only else row_blocks(red, reduced, kept, tuning, in_base)
@@ -426,6 +412,33 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         kernel = "reduce_thread"
         split, chunk = _split(count, outputs, tuning.target_threads, tuning.min_chunk_thread, per_quad, most)
         groups = math.ceil(outputs * split / wg)
+    return kernel, wg, segment, block_rows, column_quads, split, chunk, groups
+
+
+# Long because its last statement names every field of the Plan it makes; the kernel and its
+# split are chosen in _kernel.
+def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning: Tuning = Tuning(),
+         in_base: int = 0, partials_only: bool = False, index_strides: dict[int, int] | None = None,
+         max_split: int | None = None) -> Plan:
+    """The plan for one reduction (or one piece of one, see ``pieces.schedule``) on one adapter.
+
+    For a piece: ``in_base`` is the element offset of the input's first element in its
+    bound window (its alignment decides whether 16-byte loads line up); ``partials_only``
+    stores partial pairs for a merge that the schedule adds; ``index_strides`` are the whole
+    reduction's (``simplify``); ``max_split`` bounds the chunks per output. The partial
+    pairs of a split always fit one binding.
+    """
+    nan_mode = NanMode.parse(nan_mode, "nan_mode")
+    kept, reduced = simplify(red, index_strides)
+    outputs = math.prod(d.size for d in kept)
+    most = max(1, caps.max_storage_binding // (16 * outputs))
+    if max_split is not None:
+        most = min(most, max_split)
+    count = math.prod(d.size for d in reduced)
+    per_quad = elements_per_quad(red, reduced, kept, in_base)
+    columns = outputs_per_quad(red, reduced, kept, in_base)
+    kernel, wg, segment, block_rows, column_quads, split, chunk, groups = _kernel(
+        red, kept, reduced, tuning, in_base, partials_only, count, outputs, per_quad, columns, most)
     if red.input.data_type.size == 8:
         loader = "load_pairs"
     else:

@@ -154,7 +154,7 @@ def test_bench_transfer_cases_run_and_check_their_answers(tmp_path, capsys):
         for key in ("e2e_s", "numpy_s", "upload_gbps", "read_back_gbps", "x_numpy"):
             assert result[key] > 0
     assert hardmax_case["host_fill_gbps"] > 0 and "host_fill_gbps" not in numpy_case  # the read-back's bound
-    assert hardmax_case["host_fill_threads"] == default_device().runner.transfers.copy_threads[False]  # as the reads split
+    assert hardmax_case["host_fill_threads"] == default_device().runner.transfers.copies.threads[False]  # as the reads split
     assert loop["kind"] == "loop" and loop["correct"] is True and loop["calls"] == bench.LOOP_CALLS
     assert loop["gpu_s"] > 0 and loop["wall_per_call_s"] > 0
     assert "resident calls back to back" in out and "NumPy in/out" in out and "filled from host memory" in out

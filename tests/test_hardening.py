@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 import dmlgpu
 from dmlgpu import oracle
-from dmlgpu.desc import ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc, first_overlap
+from dmlgpu.desc import ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
+from dmlgpu.tensor_desc import first_overlap
 
 # --- threads ---------------------------------------------------------------------------
 

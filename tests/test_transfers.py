@@ -21,7 +21,7 @@ def small_ring():
     device = dmlgpu.Device()
     runner = device.runner
     t = runner.transfers
-    t.ring_chunk, t.ring_depth, t.stream_above, t.parallel_copy_above = CHUNK, 2, 2 * CHUNK, 1024
+    t.ring_chunk, t.ring_depth, t.stream_above, t.copies.parallel_above = CHUNK, 2, 2 * CHUNK, 1024
     yield device
     device.close()
 

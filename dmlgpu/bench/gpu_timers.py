@@ -38,6 +38,8 @@ def operator_gpu_times(op: "CompiledOperator", input: "Tensor", output: "Tensor"
     return gpu_times(op.device.runner, steps, clear=clear, repeats=repeats)
 
 
+# Long because it is one straight run of wgpu-native calls, as in the probe it mirrors: split
+# up, the loop that is timed would call our Python between them.
 def bare_round_trips(runner: Runner, calls: int, upload: np.ndarray | None = None) -> np.ndarray | None:
     """What bounds a small call, for the benchmarks: wall seconds of each of ``calls``
     round trips straight through wgpu-native with nothing of dmlgpu's in between (the

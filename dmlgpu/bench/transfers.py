@@ -56,7 +56,7 @@ def run(bench: Bench, case: Case) -> dict:
     resident = bench.device.upload(x)
     out = op(resident, case.axes, device=bench.device)
     calls["read_back"] = out.numpy
-    fill, fill_threads = None, bench.runner.transfers.copy_threads[False]  # as many threads as the runner's reads
+    fill, fill_threads = None, bench.runner.transfers.copies.threads[False]  # as many threads as the runner's reads
     if case.op == "hardmax":  # the read-back's bound: a new array filled from host memory
         fill = concurrent.futures.ThreadPoolExecutor(fill_threads)
         source = x.reshape(-1).view(np.uint8)

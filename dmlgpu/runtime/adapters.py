@@ -128,6 +128,10 @@ def choose_adapter(name: str | None = None):
     that OpenGL is probed).
     """
     name = name if name is not None else os.environ.get("DMLGPU_ADAPTER") or None
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"adapter must be a str (a part of an adapter's name, or '#N'), not {type(name).__name__}")
+    if name is not None and not name.strip():
+        raise AdapterError(f"adapter is {name!r}, but a name must hold a part of an adapter's name, or '#N'")
     try:
         found = adapters()
         if name is not None and not name.strip().startswith("#") and not any(_matches(a, name) for a in found):
@@ -142,7 +146,7 @@ def choose_adapter(name: str | None = None):
         return min(found, key=lambda a: rank.get(a.info["adapter_type"], len(rank) + (a.info["adapter_type"] == "CPU")))
     if name.strip().startswith("#"):
         digits = name.strip()[1:]
-        if not digits.isdigit():
+        if not (digits.isascii() and digits.isdigit()):
             raise AdapterError(f"adapter is {name!r}, but an index is '#' and digits, e.g. '#1'")
         if int(digits) >= len(found):
             raise AdapterError(f"adapter is {name!r}, but there is no adapter at that index; adapters: {listed}")

@@ -89,6 +89,8 @@ class Runner:
     """One wgpu device: its pipeline cache, the order of work on its queue, its lifetime, and
     its rooms (``memory``, ``transfers``, ``path``)."""
 
+    # Long: opening a device is one sequence (adapter, features, limits, capabilities, backend,
+    # the queue's state, the rooms), each step reading the one before.
     def __init__(self, adapter: str | None = None, *, int64: bool | None = None, smaller: dict | None = None):
         """``smaller``: act as if the adapter bound and held less (``max_storage_binding``,
         ``max_buffer``: tensors beyond one binding; ``memory``: bytes of buffers the runner

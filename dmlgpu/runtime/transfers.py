@@ -102,6 +102,49 @@ class DroppedOnFailure:
             raise self.runner.gpu_error(err) from None
 
 
+class HostCopies:
+    """Copies on the host's side of a large transfer, into staging memory (writes) and out of
+    it (reads), split over a pool of threads of the runner's, started with its first ring."""
+
+    def __init__(self, cores: int):
+        self.parallel_above = PARALLEL_COPY_ABOVE  # (the tests shrink it)
+        self.threads = {True: min(WRITE_THREADS, cores), False: min(READ_THREADS, cores)}  # by write
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def start(self) -> None:
+        """The pool of threads, made once. Under the runner's lock."""
+        threads = max(self.threads.values())
+        if self._pool is None and threads > 1:
+            self._pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="dmlgpu-copy")
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def copy(self, dst: np.ndarray, src: np.ndarray, write: bool) -> None:
+        """dst[:] = src on the threads of a write or a read (NumPy lets go of the GIL while it copies)."""
+        pool, threads = self._pool, self.threads[write]
+        if pool is None or threads < 2 or src.nbytes < self.parallel_above:
+            np.copyto(dst, src)
+            return
+        copy_in_parts(pool, dst, src, threads)
+
+    def gather(self, dst: np.ndarray, source: Rows, first_row: int, rows: int) -> None:
+        """Rows of a view gathered into ``dst`` on the write threads (``Rows.copy_rows``)."""
+        pool, threads = self._pool, self.threads[True]
+        if pool is None or threads < 2 or dst.nbytes < self.parallel_above:
+            source.copy_rows(dst, first_row, rows)
+            return
+        step, size = -(-rows // threads), source.row_bytes
+        parts = []
+        for r in range(first_row, first_row + rows, step):
+            count = min(step, first_row + rows - r)
+            at = (r - first_row) * size
+            parts.append(pool.submit(source.copy_rows, dst[at:at + count * size], r, count))
+        all_done(parts)
+
+
 class Transfers:
     """The paths bytes take between the host and one runner's GPU buffers."""
 
@@ -110,9 +153,7 @@ class Transfers:
         # Sizes that choose a path (module defaults; the tests shrink them to reach every path)
         self.ring_chunk, self.ring_depth, self.stream_above = RING_CHUNK, RING_DEPTH, STREAM_ABOVE
         self.queue_write_max = QUEUE_WRITE_MAX
-        self.parallel_copy_above = PARALLEL_COPY_ABOVE
-        self.copy_threads = {True: min(WRITE_THREADS, cores), False: min(READ_THREADS, cores)}  # by write
-        self._copier: concurrent.futures.ThreadPoolExecutor | None = None  # threads of large transfers' copies
+        self.copies = HostCopies(cores)
         self._read_maps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # readable buffer -> its map
         self.max_rings = MAX_RINGS
         self._rings_out = {True: 0, False: 0}  # rings taken by transfers in flight, by write
@@ -122,9 +163,7 @@ class Transfers:
         """End the copy threads, and wake transfers waiting for a ring (they find the device
         closed). Under the runner's lock."""
         self._ring_back.notify_all()
-        if self._copier is not None:
-            self._copier.shutdown(wait=True)
-            self._copier = None
+        self.copies.close()
 
     # ------------------------------------------------------------------ writes
 
@@ -206,9 +245,7 @@ class Transfers:
                 usage = MAP_WRITE if write else MAP_READ
                 ring = [[memory.create(self.ring_chunk, usage), None] for _ in range(self.ring_depth)]
             self._rings_out[write] += 1
-            threads = max(self.copy_threads.values())
-            if self._copier is None and threads > 1:
-                self._copier = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="dmlgpu-copy")
+            self.copies.start()
             return ring
 
     def _give_ring(self, write: bool, ring: list, ok: bool) -> None:
@@ -223,28 +260,6 @@ class Transfers:
                 return
             for buffer, _ in ring:
                 memory.destroy(buffer)
-
-    def _copy_host(self, dst: np.ndarray, src: np.ndarray, write: bool) -> None:
-        """dst[:] = src on the threads of a write or a read (NumPy lets go of the GIL while it copies)."""
-        copier, threads = self._copier, self.copy_threads[write]
-        if copier is None or threads < 2 or src.nbytes < self.parallel_copy_above:
-            np.copyto(dst, src)
-            return
-        copy_in_parts(copier, dst, src, threads)
-
-    def _gather_host(self, dst: np.ndarray, source: Rows, first_row: int, rows: int) -> None:
-        """Rows of a view gathered into ``dst`` on the write threads (``Rows.copy_rows``)."""
-        copier, threads = self._copier, self.copy_threads[True]
-        if copier is None or threads < 2 or dst.nbytes < self.parallel_copy_above:
-            source.copy_rows(dst, first_row, rows)
-            return
-        step, size = -(-rows // threads), source.row_bytes
-        parts = []
-        for r in range(first_row, first_row + rows, step):
-            count = min(step, first_row + rows - r)
-            at = (r - first_row) * size
-            parts.append(copier.submit(source.copy_rows, dst[at:at + count * size], r, count))
-        all_done(parts)
 
     def upload(self, buffer, source: np.ndarray | Rows, offset: int = 0,
                on_chunk: Callable[[int], Any] | None = None) -> None:
@@ -284,9 +299,9 @@ class Transfers:
                 size = min(chunk, source.nbytes - start)
                 view = path.mapped(m)
                 if not isinstance(source, np.ndarray):
-                    self._gather_host(view[:size], source, start // source.row_bytes, size // source.row_bytes)
+                    self.copies.gather(view[:size], source, start // source.row_bytes, size // source.row_bytes)
                 else:
-                    self._copy_host(view[:size], source[start:start + size], write=True)
+                    self.copies.copy(view[:size], source[start:start + size], write=True)
                 del view
                 with runner.lock:
                     runner.check()
@@ -410,7 +425,7 @@ class Transfers:
                 path.wait(m, tickets.pop(i))
                 view = path.mapped(m)
                 size = min(chunk, out.nbytes - first)
-                self._copy_host(out[first:first + size], view[:size], write=False)
+                self.copies.copy(out[first:first + size], view[:size], write=False)
                 del view
                 path.unmap(m)
                 entry[1] = None
