@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -181,7 +182,9 @@ def test_dmlgpu_functions_fill_masked_elements(direction):
 
 # --- np.matrix ---------------------------------------------------------------------------
 
-MATRIX = np.matrix([[4, 1, 7], [7, 0, 2]], dtype=np.float32)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", PendingDeprecationWarning)  # np.matrix's own advice
+    MATRIX = np.matrix([[4, 1, 7], [7, 0, 2]], dtype=np.float32)
 AXES = [None, 0, 1, -1, -2, 2, np.int64(1), np.uint8(0), 1.0, True, (0,), (0, 1), [1], -(2**31)]
 
 
@@ -350,3 +353,124 @@ def test_tensors_still_stay_on_the_gpu(device):
     t = device.upload(np.array([[3, 1], [0, 4]], np.float32))
     got = np.argmin(t, axis=1)
     assert isinstance(got, dmlgpu.Tensor) and np.asarray(got).tolist() == [1, 0]
+
+
+# --- dmlgpu.dask: masked chunks honoured, other chunk types refused by name ----------------
+
+
+@pytest.fixture(scope="module")
+def da():
+    if os.environ.get("CI") == "true":
+        import dask.array  # CI installs the dask extra: never skip there
+        return dask.array
+    return pytest.importorskip("dask.array", reason="the dask extra is not installed: pip install dmlgpu[dask]")
+
+
+DASK_TYPES = [t for t in DTYPES if t is not np.bool_]  # dmlgpu.argmax takes no bool; dmlgpu.dask neither
+
+
+def random_chunks(rng, shape) -> tuple:
+    """One chunk, single elements, or random cuts, per axis."""
+    chunks = []
+    for n in shape:
+        style = rng.integers(3)
+        if style == 0 or n == 1:
+            chunks.append((n,))
+        elif style == 1:
+            chunks.append((1,) * n)
+        else:
+            cuts = np.sort(rng.choice(np.arange(1, n), size=rng.integers(1, n), replace=False))
+            chunks.append(tuple(np.diff(np.concatenate([[0], cuts, [n]])).tolist()))
+    return tuple(chunks)
+
+
+def masked_dask(da, x: np.ndarray, mask: np.ndarray, chunks, how: str):
+    """``x`` masked by ``mask`` as a Dask array: through ``dask.array.ma`` (the meta says
+    masked), or a ``map_blocks`` that returns ``numpy.ma`` chunks under a plain meta."""
+    data, bits = da.from_array(x, chunks=chunks), da.from_array(mask, chunks=chunks)
+    if how == "ma":
+        return da.ma.masked_array(data, mask=bits)
+    return da.map_blocks(lambda b, m: np.ma.array(b, mask=m), data, bits, dtype=x.dtype,
+                         meta=np.empty((0,) * x.ndim, x.dtype))
+
+
+@pytest.mark.parametrize("dtype", DASK_TYPES, ids=lambda d: np.dtype(d).name)
+def test_masked_chunks_match_numpys_masked_argmax(da, dtype):
+    """Masked chunks, split along the reduced axes (the (key, index) tree) or not (each chunk
+    final), against NumPy's masked argmax; NaN propagates as NumPy's does."""
+    import dmlgpu.dask as dd
+
+    rng = np.random.default_rng([SEED, 7, np.dtype(dtype).num])
+    for case in range(8):
+        shape = [(4, 6), (3, 5), (7,)][case % 3]
+        x = rng.choice(pool(dtype), size=shape)
+        mask = rng.random(shape) < 0.4
+        if case % 2:  # an all-masked slice and the extremes masked
+            mask[..., 0] = True
+            mask |= x == x.max()
+        chunks = random_chunks(rng, shape)
+        arr = masked_dask(da, x, mask, chunks, ("ma", "map_blocks")[case % 4 // 2])
+        m = np.ma.array(x, mask=mask)
+        for op in ("argmax", "argmin"):
+            axis = [None, 0, len(shape) - 1][int(rng.integers(3))]
+            axes = tuple(range(len(shape))) if axis is None else axis
+            want = np.asarray(getattr(np, op)(m, axis=axis, keepdims=True))
+            got = getattr(dd, op)(arr, axes, nan_mode="propagate", output_data_type="int64")
+            what = f"dd.{op}(masked {x!r} mask {mask!r}, chunks={chunks}, axes={axes})"
+            value = got.compute()
+            assert type(value) is np.ndarray and value.shape == want.shape, what
+            np.testing.assert_array_equal(value, want, err_msg=what)
+            # DECREASING (the last of equal extremes), which NumPy lacks: as dmlgpu's own function
+            last = getattr(dd, op)(arr, axes, axis_direction="decreasing", nan_mode="propagate").compute()
+            np.testing.assert_array_equal(
+                last, getattr(dmlgpu, op)(m, axes, axis_direction="decreasing", nan_mode="propagate"), err_msg=what)
+
+
+def test_hardmax_refuses_masked_chunks(da):
+    import dmlgpu.dask as dd
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    mask = x % 5 == 0
+    with pytest.raises(TypeError, match=r"dmlgpu.dask.hardmax cannot take a masked array .*dask.array.ma.filled"):
+        dd.hardmax(masked_dask(da, x, mask, 2, "ma"), 1)  # the meta says so: refused as the graph is built
+    for chunks, axes in ((2, 1), ((3, 4), 1), (2, (0, 1))):  # the tree and the per-chunk path
+        lazy = dd.hardmax(masked_dask(da, x, mask, chunks, "map_blocks"), axes)
+        with pytest.raises(TypeError, match=r"^chunk \(\d, \d\) of x, on adapter '.+': dmlgpu.dask.hardmax cannot take "
+                                            r"a masked array"):
+            lazy.compute()
+
+
+class Duck:
+    """A stand-in for a CuPy or sparse chunk: not an ndarray, with __array_function__."""
+
+    def __init__(self, a):
+        self.a = np.asarray(a)
+        self.shape, self.dtype, self.ndim = self.a.shape, self.a.dtype, self.a.ndim
+
+    def __array_function__(self, func, types, args, kwargs):
+        return NotImplemented
+
+    def __getitem__(self, key):
+        return Duck(self.a[key])
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a
+
+
+def test_other_chunk_types_are_refused_by_name(da):
+    import dmlgpu.dask as dd
+
+    x = da.from_array(np.arange(12, dtype=np.float32).reshape(3, 4), chunks=2)
+    plain_meta = np.empty((0, 0), np.float32)
+    with pytest.raises(TypeError, match=r"x's chunks are test_subclasses.Duck \(x._meta shows it\), but dmlgpu.dask "
+                                        r"reduces NumPy chunks"):
+        dd.argmax(x.map_blocks(Duck, meta=Duck(plain_meta)), 0)
+    with pytest.raises(TypeError, match=r"x's chunks are test_subclasses.OwnArgmax .*overrides ndarray.argmax"):
+        dd.argmin(x.map_blocks(lambda b: b.view(OwnArgmax), meta=plain_meta.view(OwnArgmax)), 0)
+    for fn, axes in ((dd.argmax, 0), (dd.argmin, 1), (dd.hardmax, (0, 1)), (dd.hardmax, 1)):
+        lazy = fn(x.map_blocks(Duck, meta=plain_meta), axes)  # only computing shows the chunks' type
+        with pytest.raises(TypeError, match=r"^chunk \(\d, \d\) of x, on adapter '.+': the chunk is test_subclasses.Duck"):
+            lazy.compute()
+    # a subclass that keeps ndarray's argmax is reduced as its values
+    kept = x.map_blocks(lambda b: b.view(Labelled), meta=plain_meta.view(Labelled))
+    np.testing.assert_array_equal(dd.argmax(kept, (0, 1)).compute(), [[11]])
