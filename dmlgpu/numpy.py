@@ -108,8 +108,11 @@ def _arg(op: str, a, axis, out, keepdims):
         return _matrix(op, a, axis, out, keepdims)
     if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
         _refuse_own(op, a, np.ndarray, (op,))
-        return _method(op, as_input(np.ndarray.view(a, np.ndarray), op), axis, out, keepdims, like=a)
-    return _method(op, as_input(a, op), axis, out, keepdims)
+        return _method(op, _checked(np.ndarray.view(a, np.ndarray), op), axis, out, keepdims, like=a)
+    result = _method(op, _checked(a, op), axis, out, keepdims)
+    if isinstance(a, np.generic) and result is out:  # a NumPy scalar's method returns a scalar, even from out
+        return np.ndarray.view(out, np.ndarray)[()]
+    return result
 
 
 # -- Which objects NumPy hands to semantics of their own ---------------------------------------
@@ -165,9 +168,9 @@ def _refuse_own(op: str, a, base: type, names) -> None:
 def _masked(op: str, a: np.ma.MaskedArray, axis, out, keepdims):
     """``MaskedArray.argmax``: the data with the masked elements filled (``api.unmasked``),
     reduced by ``ndarray.argmax``; the result is a plain array or scalar, as NumPy's."""
-    as_input(np.ndarray.view(a, np.ndarray), op)  # a type DirectML takes, before filling
+    _checked(np.ndarray.view(a, np.ndarray), op)  # a type DirectML takes, before filling
     data = api.unmasked(a, op, "dmlgpu.numpy")
-    return _method(op, as_input(data, op), axis, out, _truth(keepdims))  # keepdims read first, as NumPy
+    return _method(op, _checked(data, op), axis, out, _truth(keepdims))  # keepdims read first, as NumPy
 
 
 def _matrix(op: str, m: np.matrix, axis, out, keepdims):
@@ -176,7 +179,7 @@ def _matrix(op: str, m: np.matrix, axis, out, keepdims):
     matrix.argmax lacks, or a bad argument), NumPy's ``_wrapfunc`` retries on
     ``np.asarray(m)`` and wraps the result as a matrix, and so does this."""
     _refuse_own(op, m, np.matrix, (op, "_align", "__array_wrap__"))
-    data = as_input(np.ndarray.view(m, np.ndarray), op)
+    data = _checked(np.ndarray.view(m, np.ndarray), op)
     if keepdims is _NOVALUE:
         try:
             return _matrix_method(op, m, data, axis, out)
@@ -255,8 +258,8 @@ def _parse_axis(axis):
     extension) a tuple of ints; NumPy's errors for what is none of these."""
     if axis is None:
         return None
-    if isinstance(axis, tuple):
-        return tuple(_axis_int(a) for a in axis)
+    if isinstance(axis, tuple):  # each entry read and checked in turn, as NumPy's tuple-axis reductions do
+        return axis
     index = _axis_int(axis)
     return None if index == _RAVEL_AXIS else index
 
@@ -282,7 +285,7 @@ def _axes_in_range(index, ndim: int) -> tuple[int, ...]:
     if index is None:
         return tuple(range(ndim))
     if isinstance(index, tuple):
-        axes = tuple(_axis_in_range(a, ndim) for a in index)
+        axes = tuple(_axis_in_range(_axis_int(a), ndim) for a in index)
         if len(set(axes)) != len(axes):
             raise ValueError("repeated axis")
         if not axes:
@@ -332,14 +335,50 @@ def _reduce(op: str, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     if x.ndim > MAX_RANK:
         x = x.transpose(kept + list(axes)).reshape(math.prod(shape), -1)
         axes = (1,)
-    return getattr(api, op)(x, axes, output_data_type=np.intp, nan_mode="propagate").reshape(shape)
+    boolean = x.dtype == np.bool_
+    if boolean:
+        x = x.view(np.uint8)  # no copy
+    result = getattr(api, op)(x, axes, output_data_type=np.intp, nan_mode="propagate")
+    if boolean:
+        result = _as_bools(op, x, axes, result)
+    return result.reshape(shape)
+
+
+def _as_bools(op: str, x: np.ndarray, axes, result: np.ndarray) -> np.ndarray:
+    """``result`` of reducing the bytes ``x`` of a bool array, made NumPy's: NumPy reads any
+    nonzero byte as True (an array from ``np.empty``, or a view of other data, may hold
+    other bytes than 0 and 1), the GPU compares bytes. The value at each winner tells whether
+    the two differ, without another pass over ``x``: for argmax, a winner above 1 means its
+    slice holds such bytes, and the slices are reduced again as ``x != 0`` (rare); for argmin,
+    a winner that is not 0 means its slice has no False, so its first element wins."""
+    values = _values_at(x, axes, result)
+    if op == "argmin":
+        return np.where(values == 0, result, 0)
+    if np.any(values > 1):
+        return api.argmax((x != 0).view(np.uint8), axes, output_data_type=np.intp, nan_mode="propagate")
+    return result
+
+
+def _values_at(x: np.ndarray, axes, index: np.ndarray) -> np.ndarray:
+    """The elements of ``x`` that ``index`` (flat indices over ``axes``, of ``x``'s rank with
+    size 1 on ``axes``) points at, one per output position."""
+    coords = dict(zip(axes, np.unravel_index(index, [x.shape[a] for a in axes])))
+    along = [np.arange(n).reshape([n if i == axis else 1 for i in range(x.ndim)]) for axis, n in enumerate(x.shape)]
+    return x[tuple(coords.get(axis, along[axis]) for axis in range(x.ndim))]
 
 
 def as_input(a, op: str) -> np.ndarray:
     """``a`` as an array of a type the operators take; bool becomes a uint8 view."""
+    x = _checked(a, op)
+    return x.view(np.uint8) if x.dtype == np.bool_ else x
+
+
+def _checked(a, op: str) -> np.ndarray:
+    """``np.asarray(a)``, refused with ``TypeError`` unless its type is one DirectML's
+    arg-reductions take, or bool."""
     x = np.asarray(a)
     if x.dtype == np.bool_:
-        return x.view(np.uint8)
+        return x
     try:
         DataType.from_numpy(x.dtype)
     except TypeError:
