@@ -76,6 +76,11 @@ def _axes_key(axes):
 def _output_type(value) -> DataType:
     if isinstance(value, (str, DataType)):
         return DataType.parse(value, "output_data_type")
+    try:
+        np.dtype(value)
+    except (TypeError, ValueError):  # NumPy's message would not name the argument
+        raise TypeError(f"output_data_type must be a DataType, a string or a NumPy integer type, not "
+                        f"{type(value).__name__} ({value!r})") from None
     return DataType.from_numpy(value, "output_data_type")
 
 
