@@ -159,6 +159,20 @@ def test_python_sequences_and_scalars_as_numpy_reads_them():
     assert_identical(dnp.argmax(np.float32(2), axis=-1, keepdims=True), np.argmax(np.float32(2), axis=-1, keepdims=True))
 
 
+def test_more_dimensions_than_a_tensor_has():
+    """NumPy takes up to 64 dimensions, a DirectML tensor 1 to 8: beyond 8 the reduced axes
+    go last and the array is reduced as 2-D, which keeps NumPy's index."""
+    rng = np.random.default_rng(64)
+    x = rng.integers(0, 3, (2, 1, 3, 1, 2, 1, 1, 2, 1, 2, 2)).astype(np.int8)
+    for op in ("argmax", "argmin"):
+        for axis in (None, 0, 2, -1, (0, 4, 10), (2, -2)):
+            for keepdims in (False, True):
+                assert_identical(getattr(dnp, op)(x, axis=axis, keepdims=keepdims), numpy_answer(op, x, axis, keepdims))
+    deep = rng.random((1,) * 60 + (2, 3, 1, 2)).astype(np.float32)
+    assert_identical(dnp.argmax(deep, axis=61), np.argmax(deep, axis=61))
+    assert_identical(dnp.argmin(deep), np.argmin(deep))
+
+
 def test_a_numpy_scalar_into_out_gives_a_scalar():
     """NumPy's scalar methods return a scalar even when the result went into ``out``."""
     for out in (np.zeros((), np.intp), np.zeros((), np.int32), np.zeros((), ">i8")):
