@@ -45,7 +45,7 @@ def unmasked(x, op: str, who: str = "dmlgpu"):
             f"output has no place for the mask; fill it first ({fill}) or take its data, whichever "
             f"you mean")
     for name in ("filled", op):  # a subclass that fills or reduces its own way means something else
-        if getattr(kind, name) is not getattr(np.ma.MaskedArray, name):
+        if getattr(kind, name) is not getattr(np.ma.MaskedArray, name) or name in vars(x):
             raise TypeError(
                 f"{who}.{op} cannot take {kind.__module__}.{kind.__qualname__}: it overrides "
                 f"MaskedArray.{name}, so its masked {op} is its own, which dmlgpu does not run; "

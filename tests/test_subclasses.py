@@ -153,6 +153,10 @@ def test_masked_arrays_that_mean_something_else_are_refused():
     with pytest.raises(TypeError, match="OwnArgmax: it overrides MaskedArray.argmax"):
         dnp.argmax(x.view(OwnArgmax))
     assert dnp.argmin(x.view(OwnArgmax)) == 0  # argmin is still MaskedArray's
+    patched = x.copy()
+    patched.argmin = lambda *a, **k: 0  # an instance's own method is what NumPy would call
+    with pytest.raises(TypeError, match="MaskedArray.argmin"):
+        dnp.argmin(patched)
 
 
 def test_masked_array_of_a_type_directml_lacks_names_the_types():
