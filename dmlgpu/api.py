@@ -4,6 +4,9 @@ Each call builds the operator descriptor for the array's own layout, compiles it
 the device (once per distinct descriptor) and runs it. A ``Tensor`` argument stays on
 the GPU and gives a ``Tensor`` back; a NumPy array gives a NumPy array back. The result
 keeps the input's rank, with size 1 on each reduced axis.
+
+A masked array (``numpy.ma``) is reduced as ``MaskedArray.argmax`` / ``argmin`` reduce it:
+its masked elements take the fill value of its type (``unmasked``); HARDMAX refuses one.
 """
 
 from __future__ import annotations
@@ -18,6 +21,37 @@ from .device import Device, Tensor, default_device
 from .types import AxisDirection, DataType
 
 Axes = Union[int, Sequence[int]]
+
+
+def unmasked(x, op: str, who: str = "dmlgpu"):
+    """The array that an arg-reduction ``op`` of ``x`` reduces: for a masked array, what
+    ``MaskedArray.argmax`` / ``argmin`` reduce, ``x.filled(fill).view(np.ndarray)`` with
+    ``numpy.ma.maximum_fill_value`` (argmax) or ``minimum_fill_value`` (argmin) of its type,
+    so that a masked element never wins unless its whole slice is masked (then the tie rule
+    picks among the fill values); anything else is returned as it is.
+
+    The one place where that rule lives: ``dmlgpu.argmax``/``argmin``, ``dmlgpu.numpy`` and
+    ``dmlgpu.dask``'s chunks all reduce through it. HARDMAX (``op`` "hardmax") of a masked
+    array is refused: a one-hot output has no place for the mask. ``who`` names the caller
+    in messages.
+    """
+    if not isinstance(x, np.ma.MaskedArray):
+        return x
+    kind = type(x)
+    if op not in ("argmax", "argmin"):
+        fill = "dask.array.ma.filled(x, value)" if who.endswith("dask") else "x.filled(value)"
+        raise TypeError(
+            f"{who}.{op} cannot take a masked array ({kind.__module__}.{kind.__qualname__}): a one-hot "
+            f"output has no place for the mask; fill it first ({fill}) or take its data, whichever "
+            f"you mean")
+    for name in ("filled", op):  # a subclass that fills or reduces its own way means something else
+        if getattr(kind, name) is not getattr(np.ma.MaskedArray, name) or name in vars(x):
+            raise TypeError(
+                f"{who}.{op} cannot take {kind.__module__}.{kind.__qualname__}: it overrides "
+                f"MaskedArray.{name}, so its masked {op} is its own, which dmlgpu does not run; "
+                f"pass x.filled(value) or np.asarray(x) for the values you mean")
+    fill = np.ma.maximum_fill_value(x.dtype) if op == "argmax" else np.ma.minimum_fill_value(x.dtype)
+    return np.ma.MaskedArray.filled(x, fill).view(np.ndarray)
 
 
 def _normalize_axes(axes, rank: int) -> tuple[int, ...]:
@@ -42,6 +76,11 @@ def _axes_key(axes):
 def _output_type(value) -> DataType:
     if isinstance(value, (str, DataType)):
         return DataType.parse(value, "output_data_type")
+    try:
+        np.dtype(value)
+    except (TypeError, ValueError):  # NumPy's message would not name the argument
+        raise TypeError(f"output_data_type must be a DataType, a string or a NumPy integer type, not "
+                        f"{type(value).__name__} ({value!r})") from None
     return DataType.from_numpy(value, "output_data_type")
 
 
@@ -63,6 +102,7 @@ def _run(call: tuple, x, device: Device | None, nan_mode):
     """Compile (once per call signature: the arguments as given and ``x``'s layout) the
     descriptor of ``call`` (``_describe``) for ``x``, and run it: a ``Tensor`` stays on the
     GPU, a NumPy array comes back."""
+    x = unmasked(x, call[0])
     resident = isinstance(x, Tensor)
     if resident:
         device = device or x.device

@@ -41,6 +41,17 @@ same ``nan_mode``) is found as above, then ``map_blocks`` over the input writes 
 part of the one-hot output from the block's offsets, so the output has the input's chunking.
 Where no chunk splits a reduced axis, each chunk is simply ``dmlgpu.hardmax`` of it.
 
+**Chunk types.** A chunk is reduced as NumPy's method would reduce it, or refused by name,
+never reduced as something else: ``numpy.ndarray`` chunks as they are; masked chunks
+(``dask.array.ma``, or a ``map_blocks`` that returns ``numpy.ma`` arrays) as
+``MaskedArray.argmax`` / ``argmin`` reduce them, their masked elements filled with the
+extreme of their type (``api.unmasked``: the per-chunk result and the (key, index) partials
+alike come from the filled values); HARDMAX refuses masked chunks. Any other chunk type
+(sparse, CuPy, an ndarray subclass with an ``argmax`` of its own) raises ``TypeError`` naming
+it, when the graph is built where ``x._meta`` shows it, else when the chunk is computed; so
+does a chunk whose dtype is not ``x.dtype``, and a chunk whose shape is not the one ``x.chunks``
+gives it raises ``ValueError``. Chunks are checked before anything reaches the GPU.
+
 **Devices.** A chunk runs on ``device`` if one is given (a ``dmlgpu.Device``: for Dask's
 threaded or synchronous scheduler only, as a device does not travel to other processes),
 else on ``dmlgpu.default_device()`` of the process that runs it, which ``DMLGPU_ADAPTER``
@@ -56,6 +67,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import operator
 
 import numpy as np
 
@@ -69,8 +81,8 @@ except ImportError as err:  # the core does without Dask; this module needs it
 from . import api, oracle
 from .desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
 from .device import Device, default_device
-from .errors import DescriptorError
-from .types import INDEX_TYPE_CAPACITY, MAX_ELEMENTS, AxisDirection, DataType, NanMode
+from .errors import DataError, DescriptorError
+from .types import INDEX_TYPE_CAPACITY, MAX_ELEMENTS, MAX_RANK, AxisDirection, DataType, NanMode
 
 #: A partial result per output position: the order-preserving key of the best value seen,
 #: and its flat index over the whole array's reduced axes.
@@ -100,17 +112,22 @@ def hardmax(x, axes, *, nan_mode="ignore", split_every=None, device: Device | No
     """1 at the first maximum of each slice of ``x`` over ``axes``, 0 elsewhere, lazily, with
     ``x``'s chunking (``dmlgpu.hardmax``; FLOAT32 and FLOAT16)."""
     _check_array(x)
-    axes = api._normalize_axes(axes, x.ndim)
+    axes = _axes(axes, x.ndim)
     data_type = DataType.from_numpy(x.dtype, "x.dtype")
+    _chunk_values(x._meta, "hardmax", graph=True)
     stand_in = _stand_in(x, axes, data_type)
     ActivationHardmax1OperatorDesc(stand_in, TensorDesc(data_type, stand_in.sizes), axes)
     mode = NanMode.parse(nan_mode, "nan_mode")
     axes = tuple(sorted(axes))
+    split_every = _split_every(split_every, axes, x.ndim)
+    _check_device(device)
+    meta = np.empty((0,) * x.ndim, x.dtype)
     if _whole(x, axes):
-        return x.map_blocks(_chunk_hardmax, axes=axes, nan_mode=mode, device=device, dtype=x.dtype,
-                            token="dmlgpu-hardmax")
-    index = _tree("argmax", x, axes, AxisDirection.INCREASING, DataType.UINT64, mode, split_every, device)
-    return da.map_blocks(_one_hot, x, index, axes=axes, dtype=x.dtype, token="dmlgpu-hardmax-one-hot")
+        return x.map_blocks(_chunk_hardmax, axes=axes, nan_mode=mode, device=device, x_dtype=x.dtype,
+                            dtype=x.dtype, meta=meta, token="dmlgpu-hardmax")
+    index = _tree("hardmax", x, axes, AxisDirection.INCREASING, DataType.UINT64, mode, split_every, device)
+    return da.map_blocks(_one_hot, x, index, axes=axes, x_dtype=x.dtype, dtype=x.dtype, meta=meta,
+                         token="dmlgpu-hardmax-one-hot")
 
 
 # ----------------------------------------------------------------------------- graph
@@ -118,9 +135,10 @@ def hardmax(x, axes, *, nan_mode="ignore", split_every=None, device: Device | No
 
 def _index_reduction(op, x, axes, axis_direction, output_data_type, nan_mode, split_every, device):
     _check_array(x)
-    axes = api._normalize_axes(axes, x.ndim)
+    axes = _axes(axes, x.ndim)
     direction, out_type = api._direction_and_type(axis_direction, output_data_type)
     data_type = DataType.from_numpy(x.dtype, "x.dtype")
+    _chunk_values(x._meta, op, graph=True)
     stand_in = _stand_in(x, axes, data_type)
     # the descriptor rules (axes, types, direction) on a stand-in that holds the reduced axes
     _OPERATORS[op](stand_in, TensorDesc(out_type, [1 if i in axes else n for i, n in enumerate(stand_in.sizes)]),
@@ -132,18 +150,21 @@ def _index_reduction(op, x, axes, axis_direction, output_data_type, nan_mode, sp
             f"to {count - 1}, more than {out_type.name} holds (at most {INDEX_TYPE_CAPACITY[out_type]} elements)")
     mode = NanMode.parse(nan_mode, "nan_mode")
     axes = tuple(sorted(axes))
+    split_every = _split_every(split_every, axes, x.ndim)
+    _check_device(device)
     if _whole(x, axes):
         return x.map_blocks(_chunk_final, op=op, axes=axes, direction=direction, out_type=out_type, nan_mode=mode,
-                            device=device, chunks=_reduced_chunks(x.chunks, axes), dtype=out_type.numpy,
-                            token=f"dmlgpu-{op}")
+                            device=device, x_dtype=x.dtype, chunks=_reduced_chunks(x.chunks, axes),
+                            dtype=out_type.numpy, meta=np.empty((0,) * x.ndim, out_type.numpy), token=f"dmlgpu-{op}")
     return _tree(op, x, axes, direction, out_type, mode, split_every, device)
 
 
 def _tree(op, x, axes, direction, out_type, mode, split_every, device):
-    """Partials per chunk, merged in Dask's tree into the index (``out_type``, rank kept)."""
+    """Partials per chunk, merged in Dask's tree into the index (``out_type``, rank kept).
+    ``op`` "hardmax" is ARGMAX for HARDMAX's sake (its chunks are checked as HARDMAX's)."""
     partials = x.map_blocks(_chunk_partials, op=op, axes=axes, direction=direction, nan_mode=mode, device=device,
-                            chunks=_reduced_chunks(x.chunks, axes), dtype=PAIR, meta=np.empty((0,) * x.ndim, PAIR),
-                            token=f"dmlgpu-{op}-chunk")
+                            x_dtype=x.dtype, chunks=_reduced_chunks(x.chunks, axes), dtype=PAIR,
+                            meta=np.empty((0,) * x.ndim, PAIR), token=f"dmlgpu-{op}-chunk")
     increasing = direction is AxisDirection.INCREASING
     return da.reduction(
         partials, _identity, functools.partial(_aggregate, increasing=increasing, dtype=out_type.numpy),
@@ -157,6 +178,64 @@ def _check_array(x) -> None:
         raise TypeError(f"x must be a dask.array.Array, not {type(x).__name__} (NumPy arrays: the dmlgpu.* functions)")
     if any(math.isnan(n) for c in x.chunks for n in c):
         raise ValueError("x has chunks of unknown size; call x.compute_chunk_sizes() first")
+    if not 1 <= x.ndim <= MAX_RANK:
+        raise DataError(f"x has {x.ndim} dimensions, but a tensor has 1 to {MAX_RANK}")
+    if 0 in x.shape:
+        raise DataError(f"x.shape is {x.shape}, but every size must be at least 1")
+
+
+def _axes(axes, ndim: int) -> tuple[int, ...]:
+    """``axes`` as ints, negative ones counted from the end; ``TypeError`` naming an entry that
+    is not an integer. The descriptor checks the rest (range, repeats) and names it."""
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, (bool, np.bool_)):
+        axes = (axes,)
+    if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
+        raise TypeError(f"axes must be an int or a sequence of ints, not {type(axes).__name__} ({axes!r})")
+    checked = []
+    for i, a in enumerate(axes):
+        try:
+            if isinstance(a, (bool, np.bool_)):
+                raise TypeError
+            index = operator.index(a)
+        except TypeError:
+            raise TypeError(f"axes[{i}] must be an integer, not {type(a).__name__} ({a!r})") from None
+        checked.append(index + ndim if -ndim <= index < 0 else index)
+    return tuple(checked)
+
+
+def _split_every(split_every, axes, ndim: int):
+    """``split_every`` as Dask's ``reduction`` takes it: None, an int >= 2, or a dict from
+    reduced axes to ints >= 2 (negative axes counted from the end)."""
+    if split_every is None:
+        return None
+    if not isinstance(split_every, dict):
+        return _partials_per_merge(split_every, "split_every")
+    checked = {}
+    for key, value in split_every.items():
+        try:
+            if isinstance(key, (bool, np.bool_)):
+                raise TypeError
+            axis = operator.index(key)
+        except TypeError:
+            axis = None
+        if axis is None or not -ndim <= axis < ndim or axis % ndim not in axes:
+            raise ValueError(f"split_every has the key {key!r}, but its keys must be reduced axes {list(axes)}")
+        checked[axis % ndim] = _partials_per_merge(value, f"split_every[{key!r}]")
+    return checked
+
+
+def _partials_per_merge(value, field: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{field} must be an int of at least 2 (or a dict of them by axis), "
+                        f"not {type(value).__name__} ({value!r})")
+    if value < 2:
+        raise ValueError(f"{field} is {value}, but a merge takes at least 2 partials")
+    return int(value)
+
+
+def _check_device(device) -> None:
+    if device is not None and not isinstance(device, Device):
+        raise TypeError(f"device must be a dmlgpu.Device or None, not {type(device).__name__} ({device!r})")
 
 
 def _stand_in(x, axes, data_type: DataType) -> TensorDesc:
@@ -206,9 +285,53 @@ def _naming_the_chunk(fn):
     return run
 
 
+def _chunk_values(block, op: str, *, graph: bool = False):
+    """The NumPy array that ``op`` reduces for a chunk (or ``x._meta``, at graph time): a
+    ``numpy.ndarray`` as it is, a masked one as ``MaskedArray.argmax`` / ``argmin`` reduce
+    it (``api.unmasked``: masked elements filled; HARDMAX refuses it), an ndarray subclass
+    that keeps ndarray's ``argmax``/``argmin`` seen as a plain array; anything else refused
+    with ``TypeError`` naming its type (its own semantics are not dmlgpu's to guess). ``graph``:
+    ``block`` is ``x._meta``, checked when the graph is built."""
+    if isinstance(block, np.ma.MaskedArray):
+        return api.unmasked(block, op, "dmlgpu.dask")
+    if type(block) is np.ndarray:
+        return block
+    kind = type(block)
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    if isinstance(block, np.ndarray):
+        own = [m for m in ("argmax", "argmin", "__array_function__") if getattr(kind, m) is not getattr(np.ndarray, m)]
+        if not own:
+            return np.ndarray.view(block, np.ndarray)
+        why = f"it overrides ndarray.{own[0]}, so NumPy would reduce it by that class's own code"
+    else:
+        why = "dmlgpu.dask reduces NumPy chunks (numpy.ndarray, or numpy.ma masked arrays for argmax and argmin)"
+    where = f"x's chunks are {name} (x._meta shows it)" if graph else f"the chunk is {name}"
+    raise TypeError(f"{where}, but {why}; convert the chunks to NumPy first, e.g. "
+                    f"x.map_blocks(np.asarray) (for CuPy: cupy.asnumpy; for sparse: .todense())")
+
+
+def _chunk_input(block, op: str, x_dtype, block_info):
+    """The chunk's values (``_chunk_values``), refused if its dtype is not ``x.dtype``
+    (``x_dtype``) or its shape not the one ``x.chunks`` gives it: a chunk that differs from what
+    the graph declares would be reduced as something else."""
+    values = _chunk_values(block, op)
+    data_type = DataType.from_numpy(values.dtype, "x.dtype")
+    if data_type is not DataType.from_numpy(x_dtype, "x.dtype"):
+        raise TypeError(f"the chunk's dtype is {values.dtype}, but x.dtype is {np.dtype(x_dtype)}: every chunk must "
+                        f"hold x's declared type (a map_blocks that changes it must say so with dtype=)")
+    info = (block_info or {}).get(0)
+    if info is not None:
+        expected = tuple(stop - start for start, stop in info["array-location"])
+        if values.shape != expected:
+            raise ValueError(f"the chunk's shape is {values.shape}, but x.chunks gives it {expected}: every chunk "
+                             f"must have the shape x.chunks declares")
+    return values
+
+
 @_naming_the_chunk
-def _chunk_final(block, *, op, axes, direction, out_type, nan_mode, device, block_info=None):
+def _chunk_final(block, *, op, axes, direction, out_type, nan_mode, device, x_dtype, block_info=None):
     """A chunk that holds the whole of every reduced axis: its result is the answer."""
+    block = _chunk_input(block, op, x_dtype, block_info)
     if block.size == 0:
         return np.empty([1 if i in axes else n for i, n in enumerate(block.shape)], out_type.numpy)
     fn = api.argmax if op == "argmax" else api.argmin
@@ -217,15 +340,20 @@ def _chunk_final(block, *, op, axes, direction, out_type, nan_mode, device, bloc
 
 
 @_naming_the_chunk
-def _chunk_hardmax(block, *, axes, nan_mode, device, block_info=None):
+def _chunk_hardmax(block, *, axes, nan_mode, device, x_dtype, block_info=None):
+    block = _chunk_input(block, "hardmax", x_dtype, block_info)
     if block.size == 0:
         return np.empty_like(block)
     return api.hardmax(block, axes, nan_mode=nan_mode, device=_device(device))
 
 
 @_naming_the_chunk
-def _chunk_partials(block, *, op, axes, direction, nan_mode, device, block_info=None):
-    """The chunk's (key, index) pair per output position, with the index over the whole array."""
+def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, block_info=None):
+    """The chunk's (key, index) pair per output position, with the index over the whole array.
+    ``op`` "hardmax" reduces as ARGMAX; keys come from the values reduced (a masked chunk's
+    filled values), so every chunk's pairs compare alike."""
+    block = _chunk_input(block, op, x_dtype, block_info)
+    op = "argmin" if op == "argmin" else "argmax"
     out_shape = [1 if i in axes else n for i, n in enumerate(block.shape)]
     if block.size == 0:  # nothing to offer: a pair that never wins
         pairs = np.zeros(out_shape, PAIR)
@@ -288,8 +416,10 @@ def _aggregate(pairs, axis, keepdims=True, *, increasing, dtype, computing_meta=
     return merge_pairs(pairs, axis, increasing=increasing)["index"].astype(dtype)
 
 
-def _one_hot(block, index, *, axes, block_info=None):
+@_naming_the_chunk
+def _one_hot(block, index, *, axes, x_dtype, block_info=None):
     """The block's part of HARDMAX's output: 1 where its element is the slice's chosen one."""
+    block = _chunk_input(block, "hardmax", x_dtype, block_info)
     info = block_info[0]
     coords = np.unravel_index(index.astype(np.intp), [info["shape"][a] for a in axes])
     hot = np.ones([1] * block.ndim, bool)

@@ -15,6 +15,29 @@ tuple of axes, and the index is then the row-major flat index over those axes.
 ``bool`` input is read as UINT8 through a view (no copy). A type DirectML's operators do not
 take (float64, complex, object, ...) raises ``TypeError``; nothing falls back to the CPU.
 
+NumPy's dispatch is kept: ``numpy.argmax`` hands an object to its ``__array_function__``,
+else to its own ``argmax`` method, and so the answer is that method's:
+
+- a masked array (``numpy.ma``): ``MaskedArray.argmax`` / ``argmin``, i.e. the data with the
+  masked elements filled with the extreme of its type (``maximum_fill_value`` for argmax,
+  ``minimum_fill_value`` for argmin; ``api.unmasked``), reduced on the GPU; a plain result;
+- ``np.matrix``: ``matrix.argmax`` = ndarray's argmax of the matrix ``._align(axis)``: a
+  (1, n) matrix for axis 0, (n, 1) for axis 1, a scalar for None, ``ValueError`` for other
+  axes, ``AttributeError`` for ``out`` (NumPy's own failures); with ``keepdims`` given (which
+  matrix.argmax lacks) NumPy retries on ``np.asarray(m)`` and wraps the result as a matrix;
+- another ndarray subclass that keeps ndarray's ``argmax``: ndarray's method, whose result
+  (unless 0-d, then a NumPy scalar) is an instance of the subclass made by NumPy, so that its
+  ``__array_finalize__`` sees the input; ``out`` of any ndarray class is written through;
+- refused with ``TypeError``, naming the type and the way out: a subclass that overrides the
+  method (or ``MaskedArray.filled``, ``matrix._align``), and any object that is not a NumPy
+  array but has an ``argmax`` of its own or ``__array_function__`` (pandas, CuPy, sparse,
+  Dask: ``dmlgpu.dask``). dmlgpu neither runs their code nor guesses their meaning.
+
+Sequences, scalars and buffers are read as NumPy reads them (``np.asarray``). NumPy allows
+64 dimensions and a DirectML tensor 8: beyond 8 the array is reduced as 2-D (kept, reduced)
+with the reduced axes moved last, which keeps the flat index. Every check (arguments,
+axis, an empty reduction, ``out``) runs in NumPy's order before anything reaches the GPU.
+
 A ``dmlgpu.Tensor`` argument stays on the GPU and gives a ``Tensor`` back. This module also
 serves the NumPy protocols of ``Tensor`` (``__array__``, ``__array_function__``,
 ``__array_ufunc__``).
@@ -22,6 +45,7 @@ serves the NumPy protocols of ``Tensor`` (``__array__``, ``__array_function__``,
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -31,7 +55,7 @@ from .device import Tensor
 from .desc import TensorDesc
 from .errors import DataError
 from .pieces import buffer_spans
-from .types import DataType
+from .types import MAX_RANK, DataType
 
 try:
     from numpy.exceptions import AxisError
@@ -43,46 +67,318 @@ __all__ = ["argmax", "argmin"]
 #: The NumPy types these functions take; bool is read as uint8.
 SUPPORTED = ("bool",) + tuple(t.value for t in DataType)
 
+#: NumPy's "not given" default, which ``numpy.argmax`` uses for ``keepdims``: only a given
+#: ``keepdims`` reaches the array's own method (``np.matrix.argmax`` has none).
+_NOVALUE = getattr(np, "_NoValue", None)
 
-def argmax(a, axis=None, out=None, *, keepdims=False):
+#: NumPy's ``NPY_RAVEL_AXIS``: an ``axis`` of this value means every axis, as ``None`` does
+#: (NumPy 1.x: ``NPY_MAXDIMS``, 32).
+_RAVEL_AXIS = -(2**31) if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
+
+_NDARRAY_FUNCTION = np.ndarray.__array_function__
+
+
+def argmax(a, axis=None, out=None, *, keepdims=_NOVALUE):
     """Indices of the maximum values along an axis, as ``numpy.argmax``, computed on the GPU.
 
     ``axis`` may also be a tuple of axes (the row-major flat index over them). NaN is the
-    maximum (the first NaN wins), as in NumPy.
+    maximum (the first NaN wins), as in NumPy. Masked arrays, ``np.matrix`` and ndarray
+    subclasses give what NumPy gives them (see the module's documentation).
     """
     return _arg("argmax", a, axis, out, keepdims)
 
 
-def argmin(a, axis=None, out=None, *, keepdims=False):
+def argmin(a, axis=None, out=None, *, keepdims=_NOVALUE):
     """Indices of the minimum values along an axis, as ``numpy.argmin``, computed on the GPU."""
     return _arg("argmin", a, axis, out, keepdims)
 
 
 def _arg(op: str, a, axis, out, keepdims):
-    if out is not None and not isinstance(out, np.ndarray):
-        raise TypeError("output must be an array")
+    """``numpy.argmax`` / ``argmin``'s dispatch, as NumPy makes it: ``__array_function__``
+    first, then the array's own ``argmax`` method (``_wrapfunc``), here reproduced on the GPU
+    for the NumPy classes whose method is known and refused for everything else."""
     if isinstance(a, Tensor):
+        if out is not None and not isinstance(out, np.ndarray):
+            raise TypeError("output must be an array")
         return _on_tensor(op, a, axis, out, keepdims)
-    x = as_input(a, op)
+    _refuse_foreign(op, a, out)
+    if isinstance(a, np.ma.MaskedArray):
+        return _masked(op, a, axis, out, keepdims)
+    if isinstance(a, np.matrix):
+        return _matrix(op, a, axis, out, keepdims)
+    if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
+        _refuse_own(op, a, np.ndarray, (op,))
+        return _method(op, _checked(np.ndarray.view(a, np.ndarray), op), axis, out, keepdims, like=a)
+    result = _method(op, _checked(a, op), axis, out, keepdims)
+    if isinstance(a, np.generic) and result is out:  # a NumPy scalar's method returns a scalar, even from out
+        return np.ndarray.view(out, np.ndarray)[()]
+    return result
+
+
+# -- Which objects NumPy hands to semantics of their own ---------------------------------------
+
+
+def _name(kind: type) -> str:
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _refuse_foreign(op: str, a, out) -> None:
+    """Refuse what ``numpy.argmax`` would hand to another implementation: an argument whose
+    type overrides ``__array_function__`` (Dask, CuPy, sparse, xarray...), or an object that
+    is not a NumPy array but has an ``argmax`` of its own (pandas...), which NumPy calls.
+    Their semantics are theirs; dmlgpu neither reproduces them nor runs their code."""
+    for field, obj in (("a", a), ("out", out)):
+        handler = getattr(type(obj), "__array_function__", _NDARRAY_FUNCTION)
+        if obj is not None and handler is not _NDARRAY_FUNCTION:
+            raise TypeError(
+                f"dmlgpu.numpy.{op} cannot take {field} of type {_name(type(obj))}: it defines "
+                f"__array_function__, so numpy.{op} hands it to that type's own implementation, whose "
+                f"semantics dmlgpu does not reproduce; {_way_out(type(obj), op)}")
+    if not isinstance(a, (np.ndarray, np.generic)) and getattr(a, op, None) is not None:
+        raise TypeError(
+            f"dmlgpu.numpy.{op} cannot take a of type {_name(type(a))}: it has an .{op} method of "
+            f"its own, which numpy.{op} calls, and whose semantics (labels, skipped values, ...) dmlgpu "
+            f"does not reproduce; {_way_out(type(a), op)}")
+
+
+def _way_out(kind: type, op: str) -> str:
+    if kind.__module__.split(".")[0] == "dask":
+        return f"for a Dask array use dmlgpu.dask.{op}(x, axes), or reduce x.compute()"
+    if kind.__module__.split(".")[0] == "dmlgpu":
+        return "a dmlgpu.Tensor goes in as a, never as out"
+    return ("convert it to a NumPy array first, e.g. np.asarray(x) (x.get() for CuPy, x.todense() "
+            "for sparse arrays)")
+
+
+def _refuse_own(op: str, a, base: type, names) -> None:
+    """Refuse a subclass of ``base`` that overrides one of ``names`` (``argmax`` itself, or
+    a method NumPy's answer goes through): NumPy would run its code, dmlgpu does not."""
+    kind = type(a)
+    for name in names:
+        if getattr(kind, name) is not getattr(base, name) or name in getattr(a, "__dict__", ()):
+            raise TypeError(
+                f"dmlgpu.numpy.{op} cannot take {_name(kind)}: it overrides {base.__name__}.{name}, so "
+                f"numpy.{op} runs that class's own code, which dmlgpu does not run on the GPU; pass "
+                f"np.asarray(x) to reduce its values as a plain array")
+
+
+# -- ndarray.argmax, masked arrays, np.matrix -------------------------------------------------
+
+
+def _masked(op: str, a: np.ma.MaskedArray, axis, out, keepdims):
+    """``MaskedArray.argmax``: the data with the masked elements filled (``api.unmasked``),
+    reduced by ``ndarray.argmax``; the result is a plain array or scalar, as NumPy's."""
+    _checked(np.ndarray.view(a, np.ndarray), op)  # a type DirectML takes, before filling
+    data = api.unmasked(a, op, "dmlgpu.numpy")
+    return _method(op, _checked(data, op), axis, out, _truth(keepdims))  # keepdims read first, as NumPy
+
+
+def _matrix(op: str, m: np.matrix, axis, out, keepdims):
+    """``numpy.argmax`` of a matrix: ``matrix.argmax(axis, out)``, i.e. ndarray's argmax of
+    the matrix ``._align(axis)``; where that raises ``TypeError`` (``keepdims`` given, which
+    matrix.argmax lacks, or a bad argument), NumPy's ``_wrapfunc`` retries on
+    ``np.asarray(m)`` and wraps the result as a matrix, and so does this."""
+    _refuse_own(op, m, np.matrix, (op, "_align", "__array_wrap__"))
+    data = _checked(np.ndarray.view(m, np.ndarray), op)
+    if keepdims is _NOVALUE:
+        try:
+            return _matrix_method(op, m, data, axis, out)
+        except TypeError:
+            pass
+    result = _method(op, data, axis, out, keepdims)
+    if not isinstance(result, np.ndarray):
+        result = np.asarray(result)
+    return result if type(result) is type(m) else np.ndarray.view(result, type(m))
+
+
+def _matrix_method(op: str, m: np.matrix, data: np.ndarray, axis, out):
+    """``matrix.argmax(axis, out)`` = ``ndarray.argmax(m, axis, out)._align(axis)``, checked
+    in NumPy's order, everything before anything reaches the GPU."""
+    if isinstance(axis, tuple):  # dmlgpu's extension is ndarray.argmax's, through the retry
+        raise TypeError("'tuple' object cannot be interpreted as an integer")
+    index = _parse_axis(axis)
+    _parse_out(out)
+    axes: tuple[int, ...]
+    if index is None:  # ndarray.argmax ravels a matrix to (1, n): its result has shape (1,)
+        axes, shape = (0, 1), (1,)
+    else:
+        axes = (_axis_in_range(index, 2),)
+        shape = (data.shape[1 - axes[0]],)
+    _check_reduction(op, data.shape, axes)
+    _check_out(op, out, shape)
+    if out is not None:
+        kind = "numpy.ndarray" if type(out) is np.ndarray else type(out).__name__
+        raise AttributeError(
+            f"'{kind}' object has no attribute '_align': matrix.{op} returns "
+            f"out._align(axis), which only a matrix has, and out cannot be one (it must have shape "
+            f"{shape}); NumPy raises this AttributeError too. Leave out, or give keepdims (then NumPy "
+            f"reduces np.asarray(m) into out)")
+    if axis is None:
+        return _reduce(op, data, axes)[()]
+    if not (axis == 0 or axis == 1):
+        raise ValueError(f"unsupported axis: matrix.{op} takes axis None, 0 or 1, not {axis!r}")
+    result = _as_like(m, _reduce(op, data, axes))  # (1, n): a matrix is 2-D
+    return result if axis == 0 else np.ndarray.transpose(result)
+
+
+def _method(op: str, x: np.ndarray, axis, out, keepdims, *, like=None):
+    """``ndarray.argmax(x, axis, out=out, keepdims=keepdims)``, with NumPy's checks in NumPy's
+    order (the arguments' kinds, then the axis, an empty reduction, ``out``), all before
+    anything reaches the GPU. ``like``: the subclass instance whose type a result that is not
+    0-d takes, as ndarray's method gives a subclass (``__array_finalize__`` sees ``like``)."""
+    index = _parse_axis(axis)
+    _parse_out(out)
+    keep = _truth(keepdims)
     scalar = x.ndim == 0
     if scalar:
         x = x.reshape(1)
-    axes = normalize_axis(axis, x.ndim)
-    if any(x.shape[i] == 0 for i in axes):
+    axes = _axes_in_range(index, x.ndim)
+    _check_reduction(op, x.shape, axes)
+    shape = () if scalar else result_shape(x.shape, axes, keep)
+    _check_out(op, out, shape)
+    result = _reduce(op, x, axes).reshape(shape)
+    if out is not None:
+        np.copyto(np.ndarray.view(out, np.ndarray), result, casting="unsafe")
+        return out
+    if result.ndim == 0:
+        return result[()]
+    return result if like is None else _as_like(like, result)
+
+
+def _as_like(like: np.ndarray, result: np.ndarray) -> np.ndarray:
+    """``result`` as a new array of ``like``'s class, made as ndarray's own methods make one:
+    ``__array_finalize__`` is called with ``like`` (np.matrix makes a 1-D result (1, n))."""
+    made = np.empty_like(like, dtype=np.intp, shape=result.shape, order="C", subok=True)
+    np.ndarray.view(made, np.ndarray)[...] = result.reshape(made.shape)
+    return made
+
+
+def _parse_axis(axis):
+    """``axis`` as NumPy's argument parser reads it: None (every axis), an int, or (dmlgpu's
+    extension) a tuple of ints; NumPy's errors for what is none of these."""
+    if axis is None:
+        return None
+    if isinstance(axis, tuple):  # each entry read and checked in turn, as NumPy's tuple-axis reductions do
+        return axis
+    index = _axis_int(axis)
+    return None if index == _RAVEL_AXIS else index
+
+
+def _axis_int(axis) -> int:
+    if isinstance(axis, (bool, np.bool_)):
+        raise TypeError("an integer is required for the axis")
+    index = operator.index(axis)  # NumPy's TypeError for a float, a string, a list
+    if not -(2**63) <= index < 2**63:
+        raise OverflowError("Python int too large to convert to C long")
+    if not -(2**31) <= index < 2**31:
+        raise ValueError("integer won't fit into a C int")
+    return index
+
+
+def _parse_out(out) -> None:
+    if out is not None and not isinstance(out, np.ndarray):
+        raise TypeError("output must be an array")
+
+
+def _axes_in_range(index, ndim: int) -> tuple[int, ...]:
+    """The reduced axes, ascending, from a parsed ``axis``; ``AxisError`` out of range."""
+    if index is None:
+        return tuple(range(ndim))
+    if isinstance(index, tuple):
+        axes = tuple(_axis_in_range(_axis_int(a), ndim) for a in index)
+        if len(set(axes)) != len(axes):
+            raise ValueError("repeated axis")
+        if not axes:
+            raise ValueError("axis is (), but an arg-reduction needs at least one axis")
+        return tuple(sorted(axes))
+    return (_axis_in_range(index, ndim),)
+
+
+def _axis_in_range(index: int, ndim: int) -> int:
+    if not -ndim <= index < ndim:
+        raise AxisError(index, ndim)
+    return index % ndim
+
+
+def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
+    """The reduced axes in ascending order, with NumPy's errors: ``None`` is every axis, an
+    integer one axis, a tuple (dmlgpu's extension) several."""
+    return _axes_in_range(_parse_axis(axis), ndim)
+
+
+def _check_reduction(op: str, shape, axes) -> None:
+    if any(shape[i] == 0 for i in axes):
         raise ValueError(f"attempt to get {op} of an empty sequence")
-    shape = () if scalar else result_shape(x.shape, axes, _truth(keepdims))
+
+
+def _check_out(op: str, out, shape) -> None:
+    """NumPy's checks of ``out`` (an ndarray, or a subclass of one: it is written through)."""
+    if out is None:
+        return
+    if out.shape != tuple(shape):
+        raise ValueError(f"output array does not match result of np.{op}.")
+    if not np.can_cast(out.dtype, np.intp, "safe"):
+        raise TypeError(f"Cannot cast array data from {out.dtype!r} to {np.dtype(np.intp)!r} according to the rule 'safe'")
+    if not out.flags.writeable:
+        raise ValueError("WRITEBACKIFCOPY base is read-only")
+
+
+def _reduce(op: str, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """The ``intp`` indices over ``axes`` (ascending) of ``x``, the reduced axes dropped.
+    NumPy takes up to 64 dimensions, a DirectML tensor 1 to 8: beyond 8 the reduced axes
+    are moved to the end and ``x`` is seen as 2-D (kept, reduced), which keeps the row-major
+    flat index over the reduced axes."""
+    kept = [i for i in range(x.ndim) if i not in axes]
+    shape = tuple(x.shape[i] for i in kept)
     if x.size == 0:  # nothing to reduce into: an empty result, as NumPy gives
-        result = np.empty(shape, np.intp)
-    else:
-        result = getattr(api, op)(x, axes, output_data_type=np.intp, nan_mode="propagate").reshape(shape)
-    return _deliver(op, result, out)
+        return np.empty(shape, np.intp)
+    if x.ndim > MAX_RANK:
+        x = x.transpose(kept + list(axes)).reshape(math.prod(shape), -1)
+        axes = (1,)
+    boolean = x.dtype == np.bool_
+    if boolean:
+        x = x.view(np.uint8)  # no copy
+    result = getattr(api, op)(x, axes, output_data_type=np.intp, nan_mode="propagate")
+    if boolean:
+        result = _as_bools(op, x, axes, result)
+    return result.reshape(shape)
+
+
+def _as_bools(op: str, x: np.ndarray, axes, result: np.ndarray) -> np.ndarray:
+    """``result`` of reducing the bytes ``x`` of a bool array, made NumPy's: NumPy reads any
+    nonzero byte as True (an array from ``np.empty``, or a view of other data, may hold
+    other bytes than 0 and 1), the GPU compares bytes. The value at each winner tells whether
+    the two differ, without another pass over ``x``: for argmax, a winner above 1 means its
+    slice holds such bytes, and the slices are reduced again as ``x != 0`` (rare); for argmin,
+    a winner that is not 0 means its slice has no False, so its first element wins."""
+    values = _values_at(x, axes, result)
+    if op == "argmin":
+        return np.where(values == 0, result, 0)
+    if np.any(values > 1):
+        return api.argmax((x != 0).view(np.uint8), axes, output_data_type=np.intp, nan_mode="propagate")
+    return result
+
+
+def _values_at(x: np.ndarray, axes, index: np.ndarray) -> np.ndarray:
+    """The elements of ``x`` that ``index`` (flat indices over ``axes``, of ``x``'s rank with
+    size 1 on ``axes``) points at, one per output position."""
+    coords = dict(zip(axes, np.unravel_index(index, [x.shape[a] for a in axes])))
+    along = [np.arange(n).reshape([n if i == axis else 1 for i in range(x.ndim)]) for axis, n in enumerate(x.shape)]
+    return x[tuple(coords.get(axis, along[axis]) for axis in range(x.ndim))]
 
 
 def as_input(a, op: str) -> np.ndarray:
     """``a`` as an array of a type the operators take; bool becomes a uint8 view."""
+    x = _checked(a, op)
+    return x.view(np.uint8) if x.dtype == np.bool_ else x
+
+
+def _checked(a, op: str) -> np.ndarray:
+    """``np.asarray(a)``, refused with ``TypeError`` unless its type is one DirectML's
+    arg-reductions take, or bool."""
     x = np.asarray(a)
     if x.dtype == np.bool_:
-        return x.view(np.uint8)
+        return x
     try:
         DataType.from_numpy(x.dtype)
     except TypeError:
@@ -94,51 +390,11 @@ def as_input(a, op: str) -> np.ndarray:
     return x
 
 
-def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
-    """The reduced axes in ascending order, with NumPy's errors: ``None`` is every axis, an
-    integer one axis, a tuple (dmlgpu's extension) several."""
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, tuple):
-        axes = tuple(_one_axis(a, ndim) for a in axis)
-        if len(set(axes)) != len(axes):
-            raise ValueError("repeated axis")
-        if not axes:
-            raise ValueError("axis is (), but an arg-reduction needs at least one axis")
-        return tuple(sorted(axes))
-    return (_one_axis(axis, ndim),)
-
-
-def _one_axis(axis, ndim: int) -> int:
-    if isinstance(axis, (bool, np.bool_)):
-        raise TypeError("an integer is required for the axis")
-    index = operator.index(axis)  # NumPy's TypeError for a float, a string, a list
-    if not -(2**63) <= index < 2**63:
-        raise OverflowError("Python int too large to convert to C long")
-    if not -ndim <= index < ndim:
-        raise AxisError(index, ndim)
-    return index % ndim
-
-
 def result_shape(shape, axes, keepdims) -> tuple[int, ...]:
     """The shape of the result: reduced axes of size 1 with ``keepdims``, else dropped."""
     if keepdims:
         return tuple(1 if i in axes else n for i, n in enumerate(shape))
     return tuple(n for i, n in enumerate(shape) if i not in axes)
-
-
-def _deliver(op: str, result: np.ndarray, out):
-    """The result as NumPy returns it: a scalar for a 0-d result, or written into ``out``."""
-    if out is None:
-        return result[()] if result.ndim == 0 else result
-    if type(out) is not np.ndarray or out.shape != result.shape:
-        raise ValueError(f"output array does not match result of np.{op}.")
-    if not np.can_cast(out.dtype, np.intp, "safe"):
-        raise TypeError(f"Cannot cast array data from {out.dtype!r} to {np.dtype(np.intp)!r} according to the rule 'safe'")
-    if not out.flags.writeable:
-        raise ValueError("WRITEBACKIFCOPY base is read-only")
-    np.copyto(out, result, casting="unsafe")
-    return out
 
 
 def _on_tensor(op: str, t: Tensor, axis, out, keepdims) -> Tensor:

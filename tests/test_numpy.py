@@ -159,6 +159,28 @@ def test_python_sequences_and_scalars_as_numpy_reads_them():
     assert_identical(dnp.argmax(np.float32(2), axis=-1, keepdims=True), np.argmax(np.float32(2), axis=-1, keepdims=True))
 
 
+def test_more_dimensions_than_a_tensor_has():
+    """NumPy takes up to 64 dimensions, a DirectML tensor 1 to 8: beyond 8 the reduced axes
+    go last and the array is reduced as 2-D, which keeps NumPy's index."""
+    rng = np.random.default_rng(64)
+    x = rng.integers(0, 3, (2, 1, 3, 1, 2, 1, 1, 2, 1, 2, 2)).astype(np.int8)
+    for op in ("argmax", "argmin"):
+        for axis in (None, 0, 2, -1, (0, 4, 10), (2, -2)):
+            for keepdims in (False, True):
+                assert_identical(getattr(dnp, op)(x, axis=axis, keepdims=keepdims), numpy_answer(op, x, axis, keepdims))
+    deep = rng.random((1,) * 60 + (2, 3, 1, 2)).astype(np.float32)
+    assert_identical(dnp.argmax(deep, axis=61), np.argmax(deep, axis=61))
+    assert_identical(dnp.argmin(deep), np.argmin(deep))
+
+
+def test_a_numpy_scalar_into_out_gives_a_scalar():
+    """NumPy's scalar methods return a scalar even when the result went into ``out``."""
+    for out in (np.zeros((), np.intp), np.zeros((), np.int32), np.zeros((), ">i8")):
+        mine, theirs = out.copy(), out.copy()
+        assert_identical(dnp.argmax(np.float16(2), out=mine), np.argmax(np.float16(2), out=theirs))
+        assert mine == theirs == 0
+
+
 def test_keepdims_is_read_as_numpy_reads_it():
     x = np.arange(6, dtype=np.int16).reshape(2, 3)
     for keepdims in (None, 1, "yes", np._NoValue):
@@ -172,6 +194,17 @@ def test_bool_is_read_through_a_uint8_view_without_a_copy():
     assert seen.dtype == np.uint8 and np.shares_memory(seen, mask)
     assert_identical(dnp.argmax(mask), np.argmax(mask))
     assert_identical(dnp.argmax(mask, axis=1), np.argmax(mask, axis=1))
+
+
+def test_bools_that_hold_other_bytes_than_0_and_1():
+    """NumPy reads any nonzero byte of a bool array as True (np.empty, views of other data);
+    the GPU, comparing bytes, must still give NumPy's answer."""
+    odd = np.frombuffer(bytes([0, 5, 1, 7, 0, 9, 3, 5, 1, 7, 2, 9]), np.bool_).reshape(4, 3)
+    for op in ("argmax", "argmin"):
+        for axis in (None, 0, 1, (0, 1)):
+            for x in (odd, odd[2:], odd[:, ::-1]):
+                want = numpy_answer(op, x, axis, False)
+                assert_identical(getattr(dnp, op)(x, axis=axis), want)
 
 
 def test_signature_is_numpys():
@@ -239,6 +272,13 @@ def test_tuple_axis_extension():
         dnp.argmax(x, axis=(0, -2))
     with pytest.raises(ValueError, match="at least one axis"):
         dnp.argmax(x, axis=())
+    # each entry read and checked in turn, as NumPy's own tuple-axis reductions (np.max) do
+    for axis in [(5, 2**40), (2**40, 5), (0, 1.5), (True,), (0, 2**70)]:
+        with pytest.raises(Exception) as theirs:
+            np.max(x, axis=axis)
+        with pytest.raises(Exception) as ours:
+            dnp.argmax(x, axis=axis)
+        assert type(ours.value) is type(theirs.value), axis
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.complex64, object, np.str_, "datetime64[s]", np.longdouble])
