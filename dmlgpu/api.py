@@ -17,7 +17,8 @@ import numpy as np
 
 from . import layout
 from .desc import TensorDesc, operator_for
-from .device import Device, Tensor, default_device
+from .device import Device, default_device
+from .tensor import Tensor
 from .types import AxisDirection, DataType
 
 Axes = Union[int, Sequence[int]]

@@ -38,47 +38,30 @@ Sequences, scalars and buffers are read as NumPy reads them (``np.asarray``). Nu
 with the reduced axes moved last, which keeps the flat index. Every check (arguments,
 axis, an empty reduction, ``out``) runs in NumPy's order before anything reaches the GPU.
 
-A ``dmlgpu.Tensor`` argument stays on the GPU and gives a ``Tensor`` back. This module also
-serves the NumPy protocols of ``Tensor`` (``__array__``, ``__array_function__``,
-``__array_ufunc__``).
+A ``dmlgpu.Tensor`` argument stays on the GPU and gives a ``Tensor`` back
+(``Tensor.numpy_arg``, which ``Tensor``'s own NumPy protocols use too).
 """
 
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
 from . import api
-from .device import Tensor
-from .desc import TensorDesc
-from .errors import DataError
-from .pieces import buffer_spans
+from .axes import NOVALUE, axes_in_range, axis_in_range, parse_axis, result_shape, truth
+from .tensor import Tensor
 from .types import MAX_RANK, DataType
-
-try:
-    from numpy.exceptions import AxisError
-except ImportError:  # NumPy < 1.25
-    AxisError = np.AxisError  # type: ignore[attr-defined,misc]
 
 __all__ = ["argmax", "argmin"]
 
 #: The NumPy types these functions take; bool is read as uint8.
 SUPPORTED = ("bool",) + tuple(t.value for t in DataType)
 
-#: NumPy's "not given" default, which ``numpy.argmax`` uses for ``keepdims``: only a given
-#: ``keepdims`` reaches the array's own method (``np.matrix.argmax`` has none).
-_NOVALUE = getattr(np, "_NoValue", None)
-
-#: NumPy's ``NPY_RAVEL_AXIS``: an ``axis`` of this value means every axis, as ``None`` does
-#: (NumPy 1.x: ``NPY_MAXDIMS``, 32).
-_RAVEL_AXIS = -(2**31) if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
-
 _NDARRAY_FUNCTION = np.ndarray.__array_function__
 
 
-def argmax(a, axis=None, out=None, *, keepdims=_NOVALUE):
+def argmax(a, axis=None, out=None, *, keepdims=NOVALUE):
     """Indices of the maximum values along an axis, as ``numpy.argmax``, computed on the GPU.
 
     ``axis`` may also be a tuple of axes (the row-major flat index over them). NaN is the
@@ -88,7 +71,7 @@ def argmax(a, axis=None, out=None, *, keepdims=_NOVALUE):
     return _arg("argmax", a, axis, out, keepdims)
 
 
-def argmin(a, axis=None, out=None, *, keepdims=_NOVALUE):
+def argmin(a, axis=None, out=None, *, keepdims=NOVALUE):
     """Indices of the minimum values along an axis, as ``numpy.argmin``, computed on the GPU."""
     return _arg("argmin", a, axis, out, keepdims)
 
@@ -98,9 +81,7 @@ def _arg(op: str, a, axis, out, keepdims):
     first, then the array's own ``argmax`` method (``_wrapfunc``), here reproduced on the GPU
     for the NumPy classes whose method is known and refused for everything else."""
     if isinstance(a, Tensor):
-        if out is not None and not isinstance(out, np.ndarray):
-            raise TypeError("output must be an array")
-        return _on_tensor(op, a, axis, out, keepdims)
+        return a.numpy_arg(op, axis, out, keepdims)
     _refuse_foreign(op, a, out)
     if isinstance(a, np.ma.MaskedArray):
         return _masked(op, a, axis, out, keepdims)
@@ -170,7 +151,7 @@ def _masked(op: str, a: np.ma.MaskedArray, axis, out, keepdims):
     reduced by ``ndarray.argmax``; the result is a plain array or scalar, as NumPy's."""
     _checked(np.ndarray.view(a, np.ndarray), op)  # a type DirectML takes, before filling
     data = api.unmasked(a, op, "dmlgpu.numpy")
-    return _method(op, _checked(data, op), axis, out, _truth(keepdims))  # keepdims read first, as NumPy
+    return _method(op, _checked(data, op), axis, out, truth(keepdims))  # keepdims read first, as NumPy
 
 
 def _matrix(op: str, m: np.matrix, axis, out, keepdims):
@@ -180,7 +161,7 @@ def _matrix(op: str, m: np.matrix, axis, out, keepdims):
     ``np.asarray(m)`` and wraps the result as a matrix, and so does this."""
     _refuse_own(op, m, np.matrix, (op, "_align", "__array_wrap__"))
     data = _checked(np.ndarray.view(m, np.ndarray), op)
-    if keepdims is _NOVALUE:
+    if keepdims is NOVALUE:
         try:
             return _matrix_method(op, m, data, axis, out)
         except TypeError:
@@ -196,13 +177,13 @@ def _matrix_method(op: str, m: np.matrix, data: np.ndarray, axis, out):
     in NumPy's order, everything before anything reaches the GPU."""
     if isinstance(axis, tuple):  # dmlgpu's extension is ndarray.argmax's, through the retry
         raise TypeError("'tuple' object cannot be interpreted as an integer")
-    index = _parse_axis(axis)
+    index = parse_axis(axis)
     _parse_out(out)
     axes: tuple[int, ...]
     if index is None:  # ndarray.argmax ravels a matrix to (1, n): its result has shape (1,)
         axes, shape = (0, 1), (1,)
     else:
-        axes = (_axis_in_range(index, 2),)
+        axes = (axis_in_range(index, 2),)
         shape = (data.shape[1 - axes[0]],)
     _check_reduction(op, data.shape, axes)
     _check_out(op, out, shape)
@@ -226,13 +207,13 @@ def _method(op: str, x: np.ndarray, axis, out, keepdims, *, like=None):
     order (the arguments' kinds, then the axis, an empty reduction, ``out``), all before
     anything reaches the GPU. ``like``: the subclass instance whose type a result that is not
     0-d takes, as ndarray's method gives a subclass (``__array_finalize__`` sees ``like``)."""
-    index = _parse_axis(axis)
+    index = parse_axis(axis)
     _parse_out(out)
-    keep = _truth(keepdims)
+    keep = truth(keepdims)
     scalar = x.ndim == 0
     if scalar:
         x = x.reshape(1)
-    axes = _axes_in_range(index, x.ndim)
+    axes = axes_in_range(index, x.ndim)
     _check_reduction(op, x.shape, axes)
     shape = () if scalar else result_shape(x.shape, axes, keep)
     _check_out(op, out, shape)
@@ -253,57 +234,9 @@ def _as_like(like: np.ndarray, result: np.ndarray) -> np.ndarray:
     return made
 
 
-def _parse_axis(axis):
-    """``axis`` as NumPy's argument parser reads it: None (every axis), an int, or (dmlgpu's
-    extension) a tuple of ints; NumPy's errors for what is none of these."""
-    if axis is None:
-        return None
-    if isinstance(axis, tuple):  # each entry read and checked in turn, as NumPy's tuple-axis reductions do
-        return axis
-    index = _axis_int(axis)
-    return None if index == _RAVEL_AXIS else index
-
-
-def _axis_int(axis) -> int:
-    if isinstance(axis, (bool, np.bool_)):
-        raise TypeError("an integer is required for the axis")
-    index = operator.index(axis)  # NumPy's TypeError for a float, a string, a list
-    if not -(2**63) <= index < 2**63:
-        raise OverflowError("Python int too large to convert to C long")
-    if not -(2**31) <= index < 2**31:
-        raise ValueError("integer won't fit into a C int")
-    return index
-
-
 def _parse_out(out) -> None:
     if out is not None and not isinstance(out, np.ndarray):
         raise TypeError("output must be an array")
-
-
-def _axes_in_range(index, ndim: int) -> tuple[int, ...]:
-    """The reduced axes, ascending, from a parsed ``axis``; ``AxisError`` out of range."""
-    if index is None:
-        return tuple(range(ndim))
-    if isinstance(index, tuple):
-        axes = tuple(_axis_in_range(_axis_int(a), ndim) for a in index)
-        if len(set(axes)) != len(axes):
-            raise ValueError("repeated axis")
-        if not axes:
-            raise ValueError("axis is (), but an arg-reduction needs at least one axis")
-        return tuple(sorted(axes))
-    return (_axis_in_range(index, ndim),)
-
-
-def _axis_in_range(index: int, ndim: int) -> int:
-    if not -ndim <= index < ndim:
-        raise AxisError(index, ndim)
-    return index % ndim
-
-
-def normalize_axis(axis, ndim: int) -> tuple[int, ...]:
-    """The reduced axes in ascending order, with NumPy's errors: ``None`` is every axis, an
-    integer one axis, a tuple (dmlgpu's extension) several."""
-    return _axes_in_range(_parse_axis(axis), ndim)
 
 
 def _check_reduction(op: str, shape, axes) -> None:
@@ -388,80 +321,3 @@ def _checked(a, op: str) -> np.ndarray:
             f"{', '.join(SUPPORTED)}{hint}; it never falls back to the CPU"
         ) from None
     return x
-
-
-def result_shape(shape, axes, keepdims) -> tuple[int, ...]:
-    """The shape of the result: reduced axes of size 1 with ``keepdims``, else dropped."""
-    if keepdims:
-        return tuple(1 if i in axes else n for i, n in enumerate(shape))
-    return tuple(n for i, n in enumerate(shape) if i not in axes)
-
-
-def _on_tensor(op: str, t: Tensor, axis, out, keepdims) -> Tensor:
-    """The reduction of a GPU-resident tensor, left on the GPU. A result NumPy would give
-    as 0-d has shape (1,): a DirectML tensor has 1 to 8 dimensions."""
-    if out is not None:
-        raise TypeError(f"out must be None when {op} runs on a dmlgpu Tensor (the result is a new Tensor)")
-    axes = normalize_axis(axis, t.desc.rank)
-    result = getattr(api, op)(t, axes, output_data_type=np.intp, nan_mode="propagate")
-    return with_sizes(result, result_shape(t.desc.sizes, axes, _truth(keepdims)) or (1,))
-
-
-def _truth(keepdims) -> bool:
-    """``keepdims`` as NumPy reads it: its truth, and NumPy's own "not given" as False."""
-    return keepdims is not getattr(np, "_NoValue", None) and bool(keepdims)
-
-
-def with_sizes(t: Tensor, sizes) -> Tensor:
-    """The same GPU memory seen with axes of size 1 dropped or added (no copy, no dispatch):
-    a view that shares ``t``'s buffers."""
-    sizes = tuple(sizes)
-    if sizes == t.desc.sizes:
-        return t
-    desc = t.desc
-    if [n for n in sizes if n != 1] != [n for n in desc.sizes if n != 1]:
-        raise ValueError(f"sizes {list(sizes)} are not {list(desc.sizes)} with axes of size 1 added or dropped")
-    strides = None
-    if desc.strides is not None:
-        kept = iter([s for n, s in zip(desc.sizes, desc.strides) if n != 1])
-        strides = tuple(next(kept) if n != 1 else 0 for n in sizes)
-    view = TensorDesc(desc.data_type, sizes, strides, total_tensor_size_in_bytes=desc.total_tensor_size_in_bytes)
-    spans = buffer_spans(view, t.device.runner.capabilities)
-    if spans != t._spans:
-        raise DataError(f"a tensor of sizes {list(desc.sizes)} held in {len(t._spans)} buffers cannot be "
-                        f"seen as sizes {list(sizes)}: its buffers would split differently")
-    return Tensor(t.device, view, t._buffers, spans, t._storage)
-
-
-# -- The NumPy protocols of dmlgpu.Tensor ---------------------------------------------------
-
-_ON_GPU = {np.argmax: argmax, np.argmin: argmin}
-
-
-def _cpu_only(what: str) -> TypeError:
-    return TypeError(
-        f"{what} cannot run on a dmlgpu.Tensor, which lives on the GPU: read it back with "
-        f"np.asarray(tensor) first (np.argmax and np.argmin run on the GPU and need no read-back)"
-    )
-
-
-def tensor_array(t: Tensor, dtype=None, copy=None) -> np.ndarray:
-    """``Tensor.__array__``: the tensor read back (always a copy: it lives on the GPU)."""
-    if copy is False:
-        raise ValueError("a dmlgpu.Tensor lives on the GPU: reading it back always copies (copy=False)")
-    x = t.numpy()
-    return x if dtype is None else x.astype(dtype, copy=False)
-
-
-def tensor_array_function(func, args, kwargs):
-    """``Tensor.__array_function__``: np.argmax and np.argmin on the GPU, nothing else."""
-    implementation = _ON_GPU.get(func)
-    if implementation is None:
-        raise _cpu_only(f"numpy.{getattr(func, '__name__', func)}")
-    return implementation(*args, **kwargs)
-
-
-def tensor_array_ufunc(ufunc, method: str):
-    """``Tensor.__array_ufunc__``: no ufunc runs on a Tensor."""
-    name = getattr(ufunc, "__name__", ufunc)
-    raise _cpu_only(f"numpy.{name}" if method == "__call__" else f"numpy.{name}.{method}")

@@ -52,9 +52,10 @@ except ImportError as err:  # pragma: no cover - the message is the point
     raise ImportError("dmlgpu.onnx_backend needs the onnx package: pip install 'dmlgpu[onnx]'") from err
 
 from . import api
-from .device import Device, Tensor, default_device
+from .device import Device, default_device
+from .tensor import Tensor
 from .errors import DataError, ModelError
-from .numpy import result_shape, with_sizes
+from .axes import result_shape
 from .types import HARDMAX_TYPES, MAX_RANK, DataType, NanMode
 
 __all__ = ["DmlBackend", "DmlBackendRep", "prepare", "run_model", "run_node", "supports_device", "is_compatible"]
@@ -386,7 +387,7 @@ class DmlBackendRep(BackendRep):
         op: Callable = api.argmax if step.op_type == "ArgMax" else api.argmin
         direction = "decreasing" if step.attrs.get("select_last_index", 0) else "increasing"
         result = op(x.data, axes, axis_direction=direction, output_data_type="int64", nan_mode=self.nan_mode)
-        return _Value(with_sizes(result, shape or (1,)), shape)
+        return _Value(result.with_sizes(shape or (1,)), shape)
 
     def _hardmax(self, x: _Value, axes: tuple[int, ...]):
         if x.size == 0:
@@ -395,8 +396,8 @@ class DmlBackendRep(BackendRep):
             return api.hardmax(x.data, axes, nan_mode=self.nan_mode)
         # opsets 1-12 with axis == rank: every element is its own row, so every one is 1
         t = x.data
-        ones = api.hardmax(with_sizes(t, t.shape + (1,)), (len(t.shape),), nan_mode=self.nan_mode)
-        return with_sizes(ones, t.shape)
+        ones = api.hardmax(t.with_sizes(t.shape + (1,)), (len(t.shape),), nan_mode=self.nan_mode)
+        return ones.with_sizes(t.shape)
 
 
 def _as_array(value, what: str) -> np.ndarray:

@@ -13,8 +13,12 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import layout
-from .desc import TensorDesc
+from .axes import NOVALUE, normalize_axis, result_shape, truth
+from .desc import operator_for
 from .errors import DataError
+from .pieces import buffer_spans
+from .tensor_desc import TensorDesc
+from .types import AxisDirection, DataType
 
 if TYPE_CHECKING:
     from .device import Device
@@ -22,7 +26,7 @@ if TYPE_CHECKING:
 
 class Storage:
     """The GPU buffers that hold one tensor's memory, shared by the tensor and its views
-    (``with_sizes``): given back to the device's pool when the last of them is collected, or
+    (``Tensor.with_sizes``): given back to the device's pool when the last of them is collected, or
     at once by ``release``.
 
     A collected storage only appends its buffers to ``Memory.returned`` (an atomic deque
@@ -131,23 +135,86 @@ class Tensor:
         else:
             self._buffers = []
 
-    # NumPy's protocols (dmlgpu/numpy.py): np.asarray reads back, np.argmax / np.argmin run
-    # on the GPU, and anything else NumPy is asked to do raises a TypeError naming np.asarray.
-    def __array__(self, dtype=None, copy=None):
-        from .numpy import tensor_array
-        return tensor_array(self, dtype, copy)
+    def with_sizes(self, sizes) -> "Tensor":
+        """The same GPU memory seen with axes of size 1 dropped or added (no copy, no dispatch):
+        a view that shares this tensor's buffers (and their lifetime)."""
+        sizes = tuple(sizes)
+        desc = self.desc
+        if sizes == desc.sizes:
+            return self
+        if [n for n in sizes if n != 1] != [n for n in desc.sizes if n != 1]:
+            raise ValueError(f"sizes {list(sizes)} are not {list(desc.sizes)} with axes of size 1 added or dropped")
+        strides = None
+        if desc.strides is not None:
+            kept = iter([s for n, s in zip(desc.sizes, desc.strides) if n != 1])
+            strides = tuple(next(kept) if n != 1 else 0 for n in sizes)
+        view = TensorDesc(desc.data_type, sizes, strides, total_tensor_size_in_bytes=desc.total_tensor_size_in_bytes)
+        spans = buffer_spans(view, self.device.runner.capabilities)
+        if spans != self._spans:
+            raise DataError(f"a tensor of sizes {list(desc.sizes)} held in {len(self._spans)} buffers cannot be "
+                            f"seen as sizes {list(sizes)}: its buffers would split differently")
+        return Tensor(self.device, view, self._buffers, spans, self._storage)
+
+    def numpy_arg(self, op: str, axis=None, out=None, keepdims=NOVALUE) -> "Tensor":
+        """``numpy.argmax`` / ``argmin`` (``op``) of this tensor with NumPy's arguments and
+        rules (``intp`` indices, NaN propagating, the reduced axes dropped unless
+        ``keepdims``; dmlgpu's tuple of axes), run on the GPU, the result left there. A result
+        NumPy would give as 0-d has shape (1,): a DirectML tensor has 1 to 8 dimensions. What
+        ``dmlgpu.numpy`` and ``np.argmax(tensor)`` run."""
+        if out is not None:
+            if not isinstance(out, np.ndarray):
+                raise TypeError("output must be an array")
+            raise TypeError(f"out must be None when {op} runs on a dmlgpu Tensor (the result is a new Tensor)")
+        axes = normalize_axis(axis, self.desc.rank)
+        device = self.device
+        key = ("numpy", op, axes, self.desc)
+        compiled = device.by_call.get(key)
+        if compiled is None:
+            desc = operator_for(op, self.desc, axes, AxisDirection.INCREASING, _INTP)
+            compiled = device.by_call[key] = device.compile(desc, nan_mode="propagate")
+        return compiled.run(self).with_sizes(result_shape(self.desc.sizes, axes, truth(keepdims)) or (1,))
+
+    # NumPy's protocols: np.asarray reads back, np.argmax / np.argmin run on the GPU
+    # (``numpy_arg``), and anything else NumPy is asked to do raises a TypeError naming np.asarray.
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("a dmlgpu.Tensor lives on the GPU: reading it back always copies (copy=False)")
+        x = self.numpy()
+        return x if dtype is None else x.astype(dtype, copy=False)
 
     def __array_function__(self, func, types, args, kwargs):
-        from .numpy import tensor_array_function
-        return tensor_array_function(func, args, kwargs)
+        op = _ON_GPU.get(func)
+        if op is None:
+            raise _cpu_only(f"numpy.{getattr(func, '__name__', func)}")
+        a, axis, out, keepdims = _numpy_arg_args(*args, **kwargs)
+        if not isinstance(a, Tensor):
+            raise TypeError(f"numpy.{op} cannot write into a dmlgpu.Tensor: a Tensor goes in as a, never as out")
+        return a.numpy_arg(op, axis, out, keepdims)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .numpy import tensor_array_ufunc
-        return tensor_array_ufunc(ufunc, method)
+        name = getattr(ufunc, "__name__", ufunc)
+        raise _cpu_only(f"numpy.{name}" if method == "__call__" else f"numpy.{name}.{method}")
 
     def __repr__(self) -> str:
         state = "" if self._buffers else ", released"
         return f"Tensor({self.desc.data_type.name}, sizes={list(self.desc.sizes)}, device={self.device.name!r}{state})"
+
+
+#: The NumPy functions that run on a Tensor, by the operator they are.
+_ON_GPU = {np.argmax: "argmax", np.argmin: "argmin"}
+_INTP = DataType.from_numpy(np.dtype(np.intp))
+
+
+def _numpy_arg_args(a, axis=None, out=None, *, keepdims=NOVALUE) -> tuple:
+    """``numpy.argmax``'s arguments, as its signature binds them."""
+    return a, axis, out, keepdims
+
+
+def _cpu_only(what: str) -> TypeError:
+    return TypeError(
+        f"{what} cannot run on a dmlgpu.Tensor, which lives on the GPU: read it back with "
+        f"np.asarray(tensor) first (np.argmax and np.argmin run on the GPU and need no read-back)"
+    )
 
 
 def check_layout(tensor: Tensor, desc: TensorDesc, field: str) -> None:

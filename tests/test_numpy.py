@@ -16,7 +16,7 @@ import pytest
 
 import dmlgpu
 import dmlgpu.numpy as dnp
-from dmlgpu.device import Tensor
+from dmlgpu.tensor import Tensor
 
 try:
     from numpy.exceptions import AxisError
