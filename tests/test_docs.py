@@ -122,7 +122,7 @@ def _entries(page: pathlib.Path) -> list[str]:
 REFERENCE_PAGES = {
     "dmlgpu.md": "__init__.py",
     "numpy.md": "numpy.py",
-    "dask.md": "dask.py",
+    "dask.md": "dask/__init__.py",
     "explain.md": "explainer.py",
     "onnx_backend.md": "onnx_backend.py",
 }
@@ -156,8 +156,13 @@ def test_every_public_module_has_a_reference_page():
     """The modules a user imports by name (beside ``dmlgpu`` itself) each have a page."""
     pages = {p.name for p in REFERENCE.glob("*.md")}
     assert set(REFERENCE_PAGES) <= pages
-    assert all(f"::: dmlgpu.{m.removesuffix('.py')}" in (REFERENCE / p).read_text()
+    assert all(f"::: dmlgpu.{_dotted(m)}" in (REFERENCE / p).read_text()
                for p, m in REFERENCE_PAGES.items() if m != "__init__.py")
+
+
+def _dotted(module: str) -> str:
+    """A module file of the package as its dotted name below ``dmlgpu`` ("dask/__init__.py": "dask")."""
+    return module.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
 def test_every_page_is_in_the_nav():

@@ -78,11 +78,11 @@ except ImportError as err:  # the core does without Dask; this module needs it
         f"dmlgpu.dask needs Dask ({err}); install it with: pip install dmlgpu[dask]"
     ) from err
 
-from . import api, oracle
-from .desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
-from .device import Device, default_device
-from .errors import DataError, DescriptorError
-from .types import INDEX_TYPE_CAPACITY, MAX_ELEMENTS, MAX_RANK, AxisDirection, DataType, NanMode
+from .. import api, oracle
+from ..desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
+from ..device import Device, default_device
+from ..errors import DataError, DescriptorError
+from ..types import INDEX_TYPE_CAPACITY, MAX_ELEMENTS, MAX_RANK, AxisDirection, DataType, NanMode
 
 #: A partial result per output position: the order-preserving key of the best value seen,
 #: and its flat index over the whole array's reduced axes.
@@ -435,7 +435,7 @@ def _one_hot(block, index, *, axes, x_dtype, block_info=None):
 def gpu_adapters() -> list[int]:
     """Indices (``"#N"``) of the adapters a cluster should use: every GPU through a native
     backend, else the first adapter (lavapipe on a machine without a GPU)."""
-    from .runtime.adapters import adapters
+    from ..runtime.adapters import adapters
 
     return _gpus_among(adapters())
 
@@ -462,7 +462,7 @@ def local_cluster(adapters=None, *, threads_per_worker: int = 2, memory_limit=No
     from distributed import Nanny, Scheduler, SpecCluster
     from distributed.system import MEMORY_LIMIT
 
-    from .runtime.adapters import adapters as listed
+    from ..runtime.adapters import adapters as listed
 
     found = listed()
     adapters = _gpus_among(found) if adapters is None else list(adapters)
