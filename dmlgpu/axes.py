@@ -1,6 +1,7 @@
 """NumPy's rules for ``axis`` and ``keepdims``, as ``numpy.argmax`` reads them (pure Python):
 the errors and their classes, the order of the checks, and dmlgpu's one extension, a tuple
-of axes. Read by ``dmlgpu.numpy`` and by the NumPy protocols of ``Tensor``."""
+of axes; and ``nan_rule``, ``numpy.nanargmax``'s answer from a reduction that ignores NaN.
+Read by ``dmlgpu.numpy``, ``dmlgpu.dask.numpy`` and the NumPy protocols of ``Tensor``."""
 
 from __future__ import annotations
 
@@ -80,3 +81,31 @@ def result_shape(shape, axes, keepdims) -> tuple[int, ...]:
 def truth(keepdims) -> bool:
     """``keepdims`` as NumPy reads it: its truth, and NumPy's own "not given" as False."""
     return keepdims is not NOVALUE and bool(keepdims)
+
+
+#: What ``numpy.nanargmax`` / ``nanargmin`` raise (``ValueError``) for a slice of nothing but NaN.
+ALL_NAN = "All-NaN slice encountered"
+
+
+def nan_rule(op: str, index: np.ndarray, values: np.ndarray, covered: np.ndarray | None = None) -> np.ndarray:
+    """``numpy.nanargmax`` (``op`` "argmax") or ``nanargmin`` ("argmin") from an arg-reduction
+    that ignores NaN (DirectML's ``nan_mode="ignore"``, INCREASING): ``index`` holds the winners
+    (flat indices over the reduced axes), ``values`` the elements they point at (same shape).
+
+    NumPy raises ``ValueError(ALL_NAN)`` if a slice is all NaN, else replaces NaN by -inf
+    (argmax; +inf for argmin) and takes ``numpy.argmax``. So: a winner that is NaN means its
+    slice holds only NaN (NaN never wins otherwise): the ``ValueError``; a winner that is -inf
+    (+inf) means its slice holds only -inf and NaN, which NumPy's replacement makes all equal:
+    the first, index 0 (where ignoring NaN gives the first -inf); any other winner is NumPy's
+    too. ``covered`` (masked arrays): slices that are masked throughout, which NumPy neither
+    refuses nor reduces but as equal fill values: index 0 (their ``values`` were NaN).
+    """
+    lost = np.isnan(values)
+    if covered is not None:
+        lost &= ~covered
+    if lost.any():
+        raise ValueError(ALL_NAN)
+    first = values == (-np.inf if op == "argmax" else np.inf)
+    if covered is not None:
+        first |= covered
+    return np.where(first, 0, index).astype(index.dtype, copy=False) if first.any() else index

@@ -1,8 +1,10 @@
-"""``numpy.argmax`` and ``numpy.argmin`` on the GPU, with NumPy's signature and behaviour.
+"""``numpy.argmax``, ``argmin``, ``nanargmax`` and ``nanargmin`` on the GPU, with NumPy's
+signatures and behaviour.
 
     import dmlgpu.numpy as dnp
     dnp.argmax(x)                      # the index into x.ravel(), as np.argmax(x)
     dnp.argmin(x, axis=1, keepdims=True)
+    dnp.nanargmax(x, axis=1)           # NaN skipped; an all-NaN slice raises ValueError
 
 Each call is ``dmlgpu.argmax`` / ``argmin`` with NumPy's choices: INCREASING (the first of
 equal extremes), ``nan_mode="propagate"`` (the first NaN wins), ``intp`` indices, the
@@ -14,6 +16,18 @@ tuple of axes, and the index is then the row-major flat index over those axes.
 
 ``bool`` input is read as UINT8 through a view (no copy). A type DirectML's operators do not
 take (float64, complex, object, ...) raises ``TypeError``; nothing falls back to the CPU.
+
+``nanargmax`` / ``nanargmin`` are NumPy's: NumPy replaces a float array's NaN by -inf (+inf),
+raises ``ValueError("All-NaN slice encountered")`` where ``np.all(isnan(a), axis)`` finds a
+slice of nothing but NaN (that check reads ``axis`` first, with ``np.all``'s errors, and comes
+before ``out`` and ``keepdims`` are looked at), then takes ``numpy.argmax`` of the copy. Here
+the GPU reduces with DirectML's ``nan_mode="ignore"`` (no copy) and the winners' values make
+the answer NumPy's (``axes.nan_rule``): a winner that is NaN means an all-NaN slice, one that
+is -inf a slice of -inf and NaN, whose NumPy index is 0. Integer and bool arrays are reduced
+as by ``argmax``. A masked array is read as NumPy's ``nanargmax`` reads it: ``ValueError``
+where a slice's unmasked elements are all NaN, 0 for a slice masked throughout; ``np.matrix``
+and ndarray subclasses as ``argmax`` treats them; an object with an ``argmax`` of its own but
+no ``__array_function__`` (pandas) is read through ``np.asanyarray``, as NumPy reads it.
 
 NumPy's dispatch is kept: ``numpy.argmax`` hands an object to its ``__array_function__``,
 else to its own ``argmax`` method, and so the answer is that method's:
@@ -49,11 +63,11 @@ import math
 import numpy as np
 
 from . import api
-from .axes import NOVALUE, axes_in_range, axis_in_range, parse_axis, result_shape, truth
+from .axes import NOVALUE, axes_in_range, axis_in_range, nan_rule, normalize_axis, parse_axis, result_shape, truth
 from .tensor import Tensor
 from .types import MAX_RANK, DataType
 
-__all__ = ["argmax", "argmin"]
+__all__ = ["argmax", "argmin", "nanargmax", "nanargmin"]
 
 #: The NumPy types these functions take; bool is read as uint8.
 SUPPORTED = ("bool",) + tuple(t.value for t in DataType)
@@ -76,21 +90,95 @@ def argmin(a, axis=None, out=None, *, keepdims=NOVALUE):
     return _arg("argmin", a, axis, out, keepdims)
 
 
-def _arg(op: str, a, axis, out, keepdims):
+def nanargmax(a, axis=None, out=None, *, keepdims=NOVALUE):
+    """Indices of the maximum values along an axis, NaN skipped, as ``numpy.nanargmax``, on the GPU.
+
+    A slice that is all NaN raises ``ValueError("All-NaN slice encountered")``, as NumPy's
+    does; a slice of only -inf and NaN gives 0, as NumPy's (which reads NaN as -inf). Integer
+    and bool arrays give what ``argmax`` gives. ``axis`` may be a tuple, as for ``argmax``.
+    """
+    return _nanarg("argmax", a, axis, out, keepdims)
+
+
+def nanargmin(a, axis=None, out=None, *, keepdims=NOVALUE):
+    """Indices of the minimum values along an axis, NaN skipped, as ``numpy.nanargmin``, on the GPU."""
+    return _nanarg("argmin", a, axis, out, keepdims)
+
+
+def _nanarg(op: str, a, axis, out, keepdims):
+    """``numpy.nanargmax`` / ``nanargmin`` (``op`` "argmax" / "argmin"), as NumPy runs it: a
+    float array's NaN replaced by -inf (+inf), ``np.all(isnan(a), axis)`` checked (its reading of
+    ``axis`` first, then ``ValueError`` for an all-NaN slice), then ``numpy.argmax`` of the copy,
+    with its own checks. Here the GPU reduces with NaN ignored, ``axes.nan_rule`` makes the
+    answer NumPy's from the winners' values, and ``_arg`` checks the rest and shapes it."""
+    name = "nan" + op
+    if isinstance(a, Tensor):
+        return a.numpy_arg(name, axis, out, keepdims)
+    _refuse_foreign(name, a, None, methods=False)  # np.asanyarray reads what has only an argmax of its own
+    x = np.asanyarray(a)
+    if x.dtype.kind != "f" or x.size == 0:  # nothing NumPy would replace or check: numpy.argmax
+        return _arg(op, x, axis, out, keepdims, name=name)
+    _checked(np.ndarray.view(x, np.ndarray), name)
+    np.all(np.ones((1,) * x.ndim, bool), axis=axis)  # np.all's errors for axis, which NumPy meets first
+    return _arg(op, x, axis, out, keepdims, name=name, reduced=_nan_reduced(op, x, axis, name))
+
+
+def _nan_reduced(op: str, x: np.ndarray, axis, name: str):
+    """The NaN-skipping indices of the float array ``x`` over ``axis`` (the kept axes' shape),
+    NumPy's ``ValueError`` raised for an all-NaN slice (``axes.nan_rule``); None for a 0-d
+    array once checked (its argmax is 0). A masked array is read as NumPy's ``nanargmax``
+    reads it: masked elements count as NaN for the check unless the whole slice is masked."""
+    masked = isinstance(x, np.ma.MaskedArray)
+    if type(x) is not np.ndarray:  # NumPy calls isnan and .all of x, then its .argmax: refused where its own
+        base = np.ma.MaskedArray if masked else np.matrix if isinstance(x, np.matrix) else np.ndarray
+        _refuse_own(name, x, base, ("all", "__array_ufunc__", op) + (("filled",) if masked else ()))
+    mask = np.ma.getmaskarray(x) if masked else None
+    data = np.ndarray.view(x, np.ndarray)
+    if mask is not None:
+        data = np.where(mask, np.array(np.nan, data.dtype), data)
+    if x.ndim == 0:
+        nan_rule(op, np.zeros((), np.intp), data, mask)
+        return None
+    axes = normalize_axis(axis, x.ndim)
+    return _nan_indices(op, data, axes, None if mask is None else mask.all(axis=axes))
+
+
+def _nan_indices(op: str, x: np.ndarray, axes: tuple[int, ...], covered=None, device=None) -> np.ndarray:
+    """``numpy.nanargmax``'s indices over ``axes`` of the float array ``x`` (not empty; the
+    kept axes' shape): reduced on the GPU (``device``) with NaN ignored, then made NumPy's from
+    the winners' values (``axes.nan_rule``: ``ValueError`` for an all-NaN slice, 0 for one of
+    -inf and NaN). ``covered``: the slices masked throughout (the kept axes' shape), if any."""
+    index = _reduce(op, x, axes, nan_mode="ignore", device=device)
+    values = _winners(x, axes, index.reshape(result_shape(x.shape, axes, True))).reshape(index.shape)
+    return nan_rule(op, index, values, None if covered is None else covered.reshape(index.shape))
+
+
+def _winners(x: np.ndarray, axes, index: np.ndarray) -> np.ndarray:
+    """The elements of ``x`` at ``index`` (flat over ``axes``; ``x``'s rank, size 1 on ``axes``)."""
+    if len(axes) == 1:
+        return np.take_along_axis(x, index, axes[0])
+    return _values_at(x, axes, index)
+
+
+def _arg(op: str, a, axis, out, keepdims, *, name: str | None = None, reduced=None):
     """``numpy.argmax`` / ``argmin``'s dispatch, as NumPy makes it: ``__array_function__``
     first, then the array's own ``argmax`` method (``_wrapfunc``), here reproduced on the GPU
-    for the NumPy classes whose method is known and refused for everything else."""
+    for the NumPy classes whose method is known and refused for everything else. ``name``:
+    the function called, for messages (``nanargmax`` calls this too); ``reduced``: its indices,
+    already found (``_nan_reduced``), which the checks here then shape."""
+    name = name or op
     if isinstance(a, Tensor):
         return a.numpy_arg(op, axis, out, keepdims)
-    _refuse_foreign(op, a, out)
+    _refuse_foreign(name, a, out)
     if isinstance(a, np.ma.MaskedArray):
-        return _masked(op, a, axis, out, keepdims)
+        return _masked(op, a, axis, out, keepdims, reduced)
     if isinstance(a, np.matrix):
-        return _matrix(op, a, axis, out, keepdims)
+        return _matrix(op, a, axis, out, keepdims, reduced)
     if isinstance(a, np.ndarray) and type(a) is not np.ndarray:
-        _refuse_own(op, a, np.ndarray, (op,))
-        return _method(op, _checked(np.ndarray.view(a, np.ndarray), op), axis, out, keepdims, like=a)
-    result = _method(op, _checked(a, op), axis, out, keepdims)
+        _refuse_own(name, a, np.ndarray, (op,))
+        view = _checked(np.ndarray.view(a, np.ndarray), name)
+        return _method(op, view, axis, out, keepdims, like=a, reduced=reduced)
+    result = _method(op, _checked(a, name), axis, out, keepdims, reduced=reduced)
     if isinstance(a, np.generic) and result is out:  # a NumPy scalar's method returns a scalar, even from out
         return np.ndarray.view(out, np.ndarray)[()]
     return result
@@ -103,11 +191,11 @@ def _name(kind: type) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-def _refuse_foreign(op: str, a, out) -> None:
+def _refuse_foreign(op: str, a, out, *, methods: bool = True) -> None:
     """Refuse what ``numpy.argmax`` would hand to another implementation: an argument whose
-    type overrides ``__array_function__`` (Dask, CuPy, sparse, xarray...), or an object that
-    is not a NumPy array but has an ``argmax`` of its own (pandas...), which NumPy calls.
-    Their semantics are theirs; dmlgpu neither reproduces them nor runs their code."""
+    type overrides ``__array_function__`` (Dask, CuPy, sparse, xarray...), or (``methods``) an
+    object that is not a NumPy array but has an ``argmax`` of its own (pandas...), which NumPy
+    calls. Their semantics are theirs; dmlgpu neither reproduces them nor runs their code."""
     for field, obj in (("a", a), ("out", out)):
         handler = getattr(type(obj), "__array_function__", _NDARRAY_FUNCTION)
         if obj is not None and handler is not _NDARRAY_FUNCTION:
@@ -115,7 +203,7 @@ def _refuse_foreign(op: str, a, out) -> None:
                 f"dmlgpu.numpy.{op} cannot take {field} of type {_name(type(obj))}: it defines "
                 f"__array_function__, so numpy.{op} hands it to that type's own implementation, whose "
                 f"semantics dmlgpu does not reproduce; {_way_out(type(obj), op)}")
-    if not isinstance(a, (np.ndarray, np.generic)) and getattr(a, op, None) is not None:
+    if methods and not isinstance(a, (np.ndarray, np.generic)) and getattr(a, op, None) is not None:
         raise TypeError(
             f"dmlgpu.numpy.{op} cannot take a of type {_name(type(a))}: it has an .{op} method of "
             f"its own, which numpy.{op} calls, and whose semantics (labels, skipped values, ...) dmlgpu "
@@ -124,7 +212,8 @@ def _refuse_foreign(op: str, a, out) -> None:
 
 def _way_out(kind: type, op: str) -> str:
     if kind.__module__.split(".")[0] == "dask":
-        return f"for a Dask array use dmlgpu.dask.{op}(x, axes), or reduce x.compute()"
+        return (f"for a Dask array use dmlgpu.dask.numpy.{op}(x, axis) (dask.array's signature)"
+                + ("" if op.startswith("nan") else f" or dmlgpu.dask.{op}(x, axes)") + ", or reduce x.compute()")
     if kind.__module__.split(".")[0] == "dmlgpu":
         return "a dmlgpu.Tensor goes in as a, never as out"
     return ("convert it to a NumPy array first, e.g. np.asarray(x) (x.get() for CuPy, x.todense() "
@@ -146,15 +235,16 @@ def _refuse_own(op: str, a, base: type, names) -> None:
 # -- ndarray.argmax, masked arrays, np.matrix -------------------------------------------------
 
 
-def _masked(op: str, a: np.ma.MaskedArray, axis, out, keepdims):
+def _masked(op: str, a: np.ma.MaskedArray, axis, out, keepdims, reduced=None):
     """``MaskedArray.argmax``: the data with the masked elements filled (``api.unmasked``),
-    reduced by ``ndarray.argmax``; the result is a plain array or scalar, as NumPy's."""
+    reduced by ``ndarray.argmax``; the result is a plain array or scalar, as NumPy's.
+    ``reduced``: the indices, found already (``nanargmax``): nothing to fill."""
     _checked(np.ndarray.view(a, np.ndarray), op)  # a type DirectML takes, before filling
-    data = api.unmasked(a, op, "dmlgpu.numpy")
-    return _method(op, _checked(data, op), axis, out, truth(keepdims))  # keepdims read first, as NumPy
+    data = api.unmasked(a, op, "dmlgpu.numpy") if reduced is None else np.ndarray.view(a, np.ndarray)
+    return _method(op, _checked(data, op), axis, out, truth(keepdims), reduced=reduced)  # keepdims read first
 
 
-def _matrix(op: str, m: np.matrix, axis, out, keepdims):
+def _matrix(op: str, m: np.matrix, axis, out, keepdims, reduced=None):
     """``numpy.argmax`` of a matrix: ``matrix.argmax(axis, out)``, i.e. ndarray's argmax of
     the matrix ``._align(axis)``; where that raises ``TypeError`` (``keepdims`` given, which
     matrix.argmax lacks, or a bad argument), NumPy's ``_wrapfunc`` retries on
@@ -163,16 +253,16 @@ def _matrix(op: str, m: np.matrix, axis, out, keepdims):
     data = _checked(np.ndarray.view(m, np.ndarray), op)
     if keepdims is NOVALUE:
         try:
-            return _matrix_method(op, m, data, axis, out)
+            return _matrix_method(op, m, data, axis, out, reduced)
         except TypeError:
             pass
-    result = _method(op, data, axis, out, keepdims)
+    result = _method(op, data, axis, out, keepdims, reduced=reduced)
     if not isinstance(result, np.ndarray):
         result = np.asarray(result)
     return result if type(result) is type(m) else np.ndarray.view(result, type(m))
 
 
-def _matrix_method(op: str, m: np.matrix, data: np.ndarray, axis, out):
+def _matrix_method(op: str, m: np.matrix, data: np.ndarray, axis, out, reduced=None):
     """``matrix.argmax(axis, out)`` = ``ndarray.argmax(m, axis, out)._align(axis)``, checked
     in NumPy's order, everything before anything reaches the GPU."""
     if isinstance(axis, tuple):  # dmlgpu's extension is ndarray.argmax's, through the retry
@@ -194,19 +284,21 @@ def _matrix_method(op: str, m: np.matrix, data: np.ndarray, axis, out):
             f"out._align(axis), which only a matrix has, and out cannot be one (it must have shape "
             f"{shape}); NumPy raises this AttributeError too. Leave out, or give keepdims (then NumPy "
             f"reduces np.asarray(m) into out)")
+    result = _reduce(op, data, axes) if reduced is None else reduced
     if axis is None:
-        return _reduce(op, data, axes)[()]
+        return result[()]
     if not (axis == 0 or axis == 1):
         raise ValueError(f"unsupported axis: matrix.{op} takes axis None, 0 or 1, not {axis!r}")
-    result = _as_like(m, _reduce(op, data, axes))  # (1, n): a matrix is 2-D
+    result = _as_like(m, result)  # (1, n): a matrix is 2-D
     return result if axis == 0 else np.ndarray.transpose(result)
 
 
-def _method(op: str, x: np.ndarray, axis, out, keepdims, *, like=None):
+def _method(op: str, x: np.ndarray, axis, out, keepdims, *, like=None, reduced=None):
     """``ndarray.argmax(x, axis, out=out, keepdims=keepdims)``, with NumPy's checks in NumPy's
     order (the arguments' kinds, then the axis, an empty reduction, ``out``), all before
     anything reaches the GPU. ``like``: the subclass instance whose type a result that is not
-    0-d takes, as ndarray's method gives a subclass (``__array_finalize__`` sees ``like``)."""
+    0-d takes, as ndarray's method gives a subclass (``__array_finalize__`` sees ``like``).
+    ``reduced``: the indices over these axes, found already (by ``nanargmax``)."""
     index = parse_axis(axis)
     _parse_out(out)
     keep = truth(keepdims)
@@ -217,7 +309,7 @@ def _method(op: str, x: np.ndarray, axis, out, keepdims, *, like=None):
     _check_reduction(op, x.shape, axes)
     shape = () if scalar else result_shape(x.shape, axes, keep)
     _check_out(op, out, shape)
-    result = _reduce(op, x, axes).reshape(shape)
+    result = (_reduce(op, x, axes) if reduced is None else reduced).reshape(shape)
     if out is not None:
         np.copyto(np.ndarray.view(out, np.ndarray), result, casting="unsafe")
         return out
@@ -256,8 +348,9 @@ def _check_out(op: str, out, shape) -> None:
         raise ValueError("WRITEBACKIFCOPY base is read-only")
 
 
-def _reduce(op: str, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    """The ``intp`` indices over ``axes`` (ascending) of ``x``, the reduced axes dropped.
+def _reduce(op: str, x: np.ndarray, axes: tuple[int, ...], *, nan_mode: str = "propagate", device=None) -> np.ndarray:
+    """The ``intp`` indices over ``axes`` (ascending) of ``x``, the reduced axes dropped
+    (INCREASING; NaN as ``nan_mode`` says; on ``device``, default the default device).
     NumPy takes up to 64 dimensions, a DirectML tensor 1 to 8: beyond 8 the reduced axes
     are moved to the end and ``x`` is seen as 2-D (kept, reduced), which keeps the row-major
     flat index over the reduced axes."""
@@ -271,13 +364,13 @@ def _reduce(op: str, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     boolean = x.dtype == np.bool_
     if boolean:
         x = x.view(np.uint8)  # no copy
-    result = getattr(api, op)(x, axes, output_data_type=np.intp, nan_mode="propagate")
+    result = getattr(api, op)(x, axes, output_data_type=np.intp, nan_mode=nan_mode, device=device)
     if boolean:
-        result = _as_bools(op, x, axes, result)
+        result = _as_bools(op, x, axes, result, device)
     return result.reshape(shape)
 
 
-def _as_bools(op: str, x: np.ndarray, axes, result: np.ndarray) -> np.ndarray:
+def _as_bools(op: str, x: np.ndarray, axes, result: np.ndarray, device=None) -> np.ndarray:
     """``result`` of reducing the bytes ``x`` of a bool array, made NumPy's: NumPy reads any
     nonzero byte as True (an array from ``np.empty``, or a view of other data, may hold
     other bytes than 0 and 1), the GPU compares bytes. The value at each winner tells whether
@@ -288,7 +381,7 @@ def _as_bools(op: str, x: np.ndarray, axes, result: np.ndarray) -> np.ndarray:
     if op == "argmin":
         return np.where(values == 0, result, 0)
     if np.any(values > 1):
-        return api.argmax((x != 0).view(np.uint8), axes, output_data_type=np.intp, nan_mode="propagate")
+        return api.argmax((x != 0).view(np.uint8), axes, output_data_type=np.intp, device=device)
     return result
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import layout
-from .axes import NOVALUE, normalize_axis, result_shape, truth
+from .axes import NOVALUE, nan_rule, normalize_axis, result_shape, truth
 from .desc import operator_for
 from .errors import DataError
 from .pieces import buffer_spans
@@ -160,19 +160,32 @@ class Tensor:
         rules (``intp`` indices, NaN propagating, the reduced axes dropped unless
         ``keepdims``; dmlgpu's tuple of axes), run on the GPU, the result left there. A result
         NumPy would give as 0-d has shape (1,): a DirectML tensor has 1 to 8 dimensions. What
-        ``dmlgpu.numpy`` and ``np.argmax(tensor)`` run."""
+        ``dmlgpu.numpy`` and ``np.argmax(tensor)`` run.
+
+        ``op`` "nanargmax" / "nanargmin" (``numpy.nanargmax``): NaN skipped, and NumPy's
+        ``ValueError("All-NaN slice encountered")`` raised by this call. That needs the values
+        the GPU chose, so a float tensor's indices are read back, and the elements they point
+        at (the bytes from the first to the last of them: ``_elements_at``); the result is still
+        a ``Tensor`` (uploaded again where NumPy's rule changed an index: ``axes.nan_rule``)."""
         if out is not None:
             if not isinstance(out, np.ndarray):
                 raise TypeError("output must be an array")
             raise TypeError(f"out must be None when {op} runs on a dmlgpu Tensor (the result is a new Tensor)")
         axes = normalize_axis(axis, self.desc.rank)
         device = self.device
-        key = ("numpy", op, axes, self.desc)
+        base = op.removeprefix("nan")
+        nan = base != op and self.desc.data_type.numpy.kind == "f"  # an integer tensor has no NaN to skip
+        key = ("numpy", base, nan, axes, self.desc)
         compiled = device.by_call.get(key)
         if compiled is None:
-            desc = operator_for(op, self.desc, axes, AxisDirection.INCREASING, _INTP)
-            compiled = device.by_call[key] = device.compile(desc, nan_mode="propagate")
-        return compiled.run(self).with_sizes(result_shape(self.desc.sizes, axes, truth(keepdims)) or (1,))
+            desc = operator_for(base, self.desc, axes, AxisDirection.INCREASING, _INTP)
+            compiled = device.by_call[key] = device.compile(desc, nan_mode="ignore" if nan else "propagate")
+        result = compiled.run(self)
+        if nan:
+            found = result.numpy()
+            checked = nan_rule(base, found, _elements_at(self, axes, found))
+            result = result if checked is found else device.upload(checked)
+        return result.with_sizes(result_shape(self.desc.sizes, axes, truth(keepdims)) or (1,))
 
     # NumPy's protocols: np.asarray reads back, np.argmax / np.argmin run on the GPU
     # (``numpy_arg``), and anything else NumPy is asked to do raises a TypeError naming np.asarray.
@@ -200,14 +213,33 @@ class Tensor:
         return f"Tensor({self.desc.data_type.name}, sizes={list(self.desc.sizes)}, device={self.device.name!r}{state})"
 
 
-#: The NumPy functions that run on a Tensor, by the operator they are.
-_ON_GPU = {np.argmax: "argmax", np.argmin: "argmin"}
+#: The NumPy functions that run on a Tensor, by the name ``numpy_arg`` knows them by.
+_ON_GPU = {np.argmax: "argmax", np.argmin: "argmin", np.nanargmax: "nanargmax", np.nanargmin: "nanargmin"}
 _INTP = DataType.from_numpy(np.dtype(np.intp))
 
 
 def _numpy_arg_args(a, axis=None, out=None, *, keepdims=NOVALUE) -> tuple:
     """``numpy.argmax``'s arguments, as its signature binds them."""
     return a, axis, out, keepdims
+
+
+def _elements_at(t: Tensor, axes, index: np.ndarray) -> np.ndarray:
+    """The elements of ``t`` that ``index`` (flat indices over ``axes``; ``t``'s rank, size 1
+    on ``axes``) points at, read back: the bytes from the first of them to the last where
+    ``t`` is held in one buffer (one element, for one slice), else the whole tensor."""
+    desc = t.desc
+    at = dict(zip(axes, np.unravel_index(index, [desc.sizes[a] for a in axes])))
+    where = [at[i] if i in at else np.arange(n).reshape([n if j == i else 1 for j in range(desc.rank)])
+             for i, n in enumerate(desc.sizes)]
+    if len(t._buffers) != 1:
+        return t.numpy()[tuple(where)]
+    offset = sum(w * s for w, s in zip(where, desc.element_strides))
+    size = desc.data_type.size
+    lo = int(np.min(offset)) * size // 4 * 4  # a copy between buffers moves whole words
+    hi = -(-(int(np.max(offset)) + 1) * size // 4) * 4
+    raw = np.empty(hi - lo, np.uint8)
+    t.device.runner.transfers.read_into(t._buffers[0], raw, lo)
+    return raw.view(desc.data_type.numpy)[offset - lo // size]
 
 
 def _cpu_only(what: str) -> TypeError:
