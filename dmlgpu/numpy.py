@@ -29,6 +29,9 @@ where a slice's unmasked elements are all NaN, 0 for a slice masked throughout; 
 and ndarray subclasses as ``argmax`` treats them; an object with an ``argmax`` of its own but
 no ``__array_function__`` (pandas) is read through ``np.asanyarray``, as NumPy reads it.
 
+A plain call seen before (a NumPy array, ``axis`` None or an int, no ``out``) skips the
+checks it passed then (``_SEEN``): its cost over ``dmlgpu.argmax`` is a dictionary lookup.
+
 NumPy's dispatch is kept: ``numpy.argmax`` hands an object to its ``__array_function__``,
 else to its own ``argmax`` method, and so the answer is that method's:
 
@@ -82,12 +85,24 @@ def argmax(a, axis=None, out=None, *, keepdims=NOVALUE):
     maximum (the first NaN wins), as in NumPy. Masked arrays, ``np.matrix`` and ndarray
     subclasses give what NumPy gives them (see the module's documentation).
     """
-    return _arg("argmax", a, axis, out, keepdims)
+    if out is None and type(a) is np.ndarray and (axis is None or type(axis) is int) and (
+            keepdims is NOVALUE or type(keepdims) is bool):  # a call like one seen before: no checks again
+        seen = _SEEN.get(("argmax", a.dtype, a.shape, axis, keepdims))
+        if seen is not None:
+            result = api._run(seen[0], a, None, "propagate").reshape(seen[1])
+            return result[()] if seen[2] else result
+    return _first("argmax", a, axis, out, keepdims)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=NOVALUE):
     """Indices of the minimum values along an axis, as ``numpy.argmin``, computed on the GPU."""
-    return _arg("argmin", a, axis, out, keepdims)
+    if out is None and type(a) is np.ndarray and (axis is None or type(axis) is int) and (
+            keepdims is NOVALUE or type(keepdims) is bool):
+        seen = _SEEN.get(("argmin", a.dtype, a.shape, axis, keepdims))
+        if seen is not None:
+            result = api._run(seen[0], a, None, "propagate").reshape(seen[1])
+            return result[()] if seen[2] else result
+    return _first("argmin", a, axis, out, keepdims)
 
 
 def nanargmax(a, axis=None, out=None, *, keepdims=NOVALUE):
@@ -103,6 +118,29 @@ def nanargmax(a, axis=None, out=None, *, keepdims=NOVALUE):
 def nanargmin(a, axis=None, out=None, *, keepdims=NOVALUE):
     """Indices of the minimum values along an axis, NaN skipped, as ``numpy.nanargmin``, on the GPU."""
     return _nanarg("argmin", a, axis, out, keepdims)
+
+
+#: The plain calls seen before, by (op, dtype, shape, axis, keepdims): their checks passed, so
+#: the same call again needs only its operator (``api._run``'s call, the result's shape, and
+#: whether it is a NumPy scalar). Only NumPy arrays of 1 to 8 dimensions, not empty, not bool,
+#: with ``axis`` None or an int, ``keepdims`` not given or a bool, and no ``out``.
+_SEEN: dict = {}
+
+
+def _first(op: str, a, axis, out, keepdims):
+    """A call not seen before: checked and run in full (``_arg``), then remembered in ``_SEEN``
+    if it is plain."""
+    result = _arg(op, a, axis, out, keepdims)
+    if (out is None and type(a) is np.ndarray and (axis is None or type(axis) is int) and (
+            keepdims is NOVALUE or type(keepdims) is bool) and 0 < a.ndim <= MAX_RANK and a.size
+            and a.dtype != np.bool_):
+        axes = normalize_axis(axis, a.ndim)
+        if len(_SEEN) >= 1024:
+            _SEEN.clear()
+        shape = result_shape(a.shape, axes, truth(keepdims))
+        call = (op, axes[0] if len(axes) == 1 else axes, "increasing", np.intp)
+        _SEEN[(op, a.dtype, a.shape, axis, keepdims)] = (call, shape, not shape)
+    return result
 
 
 def _nanarg(op: str, a, axis, out, keepdims):

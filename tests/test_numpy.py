@@ -207,6 +207,33 @@ def test_bools_that_hold_other_bytes_than_0_and_1():
                 assert_identical(getattr(dnp, op)(x, axis=axis), want)
 
 
+def test_calls_seen_before_give_the_same_answers():
+    """A plain call made again skips its checks (``dnp._SEEN``): arguments that compare equal
+    but are read apart (1, True, 1.0, np.int64(1); keepdims 1 and True) must still give NumPy's
+    outcome, every time, and a call on another type, shape or layout must not reuse one."""
+    x = np.array([[3, 1, 4, 1], [5, 9, 2, 6], [5, 3, 5, 8]], np.int16)
+    others = [x.astype(np.float32), x.T, x[:, ::2], x[:2], x.astype(">i2"), x.astype(np.bool_)]
+    for _ in range(2):
+        for a in [x] + others:
+            for axis in (1, True, 1.0, np.int64(1), None, 0, -1, 2):
+                for keepdims in (np._NoValue, True, 1, False):
+                    for op in ("argmax", "argmin"):
+                        want = outcome(lambda: getattr(np, op)(a, axis=axis, keepdims=keepdims))  # noqa: B023
+                        got = outcome(lambda: getattr(dnp, op)(a, axis=axis, keepdims=keepdims))  # noqa: B023
+                        assert got[0] == want[0], (op, a, axis, keepdims, got, want)
+                        if want[0] == "raises":
+                            assert type(got[1]) is type(want[1]), (op, a, axis, keepdims, got, want)
+                        else:
+                            assert_identical(got[1], want[1])
+
+
+def outcome(call):
+    try:
+        return "value", call()
+    except Exception as err:  # the class is what is compared
+        return "raises", err
+
+
 def test_signature_is_numpys():
     for op in ("argmax", "argmin"):
         ours = inspect.signature(getattr(dnp, op)).parameters
