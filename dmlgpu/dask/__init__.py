@@ -6,6 +6,8 @@ kept, the flat index over the reduced axes in ascending axis order, direction-aw
 both NaN modes, every input and output type, whatever the chunking. Dask's scheduler runs
 the chunks: its threads, or ``dask.distributed`` workers across processes and machines
 (``local_cluster`` starts one worker process per GPU of a host). There is no scheduler here.
+``dmlgpu.dask.numpy`` (``dask/numpy.py``) gives dask.array's own ``argmax``, ``argmin``,
+``nanargmax`` and ``nanargmin`` (its signatures, NumPy's answers) on this module's graph.
 
 How an arg-reduction is built:
 
@@ -79,6 +81,7 @@ except ImportError as err:  # the core does without Dask; this module needs it
     ) from err
 
 from .. import api, oracle
+from ..axes import ALL_NAN
 from ..desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
 from ..device import Device, default_device
 from ..errors import DataError, DescriptorError
@@ -152,25 +155,43 @@ def _index_reduction(op, x, axes, axis_direction, output_data_type, nan_mode, sp
     axes = tuple(sorted(axes))
     split_every = _split_every(split_every, axes, x.ndim)
     _check_device(device)
-    if _whole(x, axes):
-        return x.map_blocks(_chunk_final, op=op, axes=axes, direction=direction, out_type=out_type, nan_mode=mode,
-                            device=device, x_dtype=x.dtype, chunks=_reduced_chunks(x.chunks, axes),
-                            dtype=out_type.numpy, meta=np.empty((0,) * x.ndim, out_type.numpy), token=f"dmlgpu-{op}")
-    return _tree(op, x, axes, direction, out_type, mode, split_every, device)
+    return _index_graph(op, x, axes, direction, out_type, mode, split_every, device)
 
 
-def _tree(op, x, axes, direction, out_type, mode, split_every, device):
-    """Partials per chunk, merged in Dask's tree into the index (``out_type``, rank kept).
-    ``op`` "hardmax" is ARGMAX for HARDMAX's sake (its chunks are checked as HARDMAX's)."""
+def _index_graph(op, x, axes, direction, out_type, mode, split_every, device, rules=None):
+    """The index of ``op`` over ``axes`` (ascending, checked): one ``map_blocks`` where every
+    chunk holds the reduced axes whole (``_whole``: each chunk's result is final), else the
+    partials merged in Dask's tree (``_tree``). ``rules``: those of ``dmlgpu.dask.numpy``
+    (NumPy's result shape and NaN rules, dask.array's errors), or None for DirectML's."""
+    if not _whole(x, axes):
+        return _tree(op, x, axes, direction, out_type, mode, split_every, device, rules)
+    keep = rules is None or rules.keepdims
+    extra = {} if keep else {"drop_axis": axes}
+    return x.map_blocks(_chunk_final, op=op, axes=axes, direction=direction, out_type=out_type, nan_mode=mode,
+                        device=device, x_dtype=x.dtype, rules=rules, chunks=_reduced_chunks(x.chunks, axes, keep),
+                        dtype=out_type.numpy, meta=np.empty((0,) * _out_ndim(x, axes, keep), out_type.numpy),
+                        token=f"dmlgpu-{op}", **extra)
+
+
+def _tree(op, x, axes, direction, out_type, mode, split_every, device, rules=None):
+    """Partials per chunk, merged in Dask's tree into the index (``out_type``, rank kept unless
+    ``rules`` say otherwise). ``op`` "hardmax" is ARGMAX for HARDMAX's sake (its chunks are
+    checked as HARDMAX's)."""
     partials = x.map_blocks(_chunk_partials, op=op, axes=axes, direction=direction, nan_mode=mode, device=device,
-                            x_dtype=x.dtype, chunks=_reduced_chunks(x.chunks, axes), dtype=PAIR,
+                            x_dtype=x.dtype, rules=rules, chunks=_reduced_chunks(x.chunks, axes), dtype=PAIR,
                             meta=np.empty((0,) * x.ndim, PAIR), token=f"dmlgpu-{op}-chunk")
     increasing = direction is AxisDirection.INCREASING
+    keep = rules is None or rules.keepdims
+    worst = None if rules is None else rules.worst
     return da.reduction(
-        partials, _identity, functools.partial(_aggregate, increasing=increasing, dtype=out_type.numpy),
-        combine=functools.partial(_combine, increasing=increasing), axis=axes, keepdims=True,
+        partials, _identity, functools.partial(_aggregate, increasing=increasing, dtype=out_type.numpy, worst=worst),
+        combine=functools.partial(_combine, increasing=increasing), axis=axes, keepdims=keep,
         dtype=PAIR, split_every=split_every, concatenate=True,  # dtype: the partials'; meta: the result's
-        meta=np.empty((0,) * x.ndim, out_type.numpy), name=f"dmlgpu-{op}")
+        meta=np.empty((0,) * _out_ndim(x, axes, keep), out_type.numpy), name=f"dmlgpu-{op}")
+
+
+def _out_ndim(x, axes, keep: bool) -> int:
+    return x.ndim if keep else x.ndim - len(axes)
 
 
 def _check_array(x) -> None:
@@ -251,8 +272,9 @@ def _whole(x, axes) -> bool:
     return all(len(x.chunks[a]) == 1 for a in axes)
 
 
-def _reduced_chunks(chunks, axes) -> tuple:
-    return tuple((1,) * len(c) if i in axes else c for i, c in enumerate(chunks))
+def _reduced_chunks(chunks, axes, keep: bool = True) -> tuple:
+    """The chunks of a result over ``axes``: size 1 on them (``keep``), else without them."""
+    return tuple((1,) * len(c) if i in axes else c for i, c in enumerate(chunks) if keep or i not in axes)
 
 
 # ----------------------------------------------------------------------------- per chunk
@@ -310,28 +332,34 @@ def _chunk_values(block, op: str, *, graph: bool = False):
                     f"x.map_blocks(np.asarray) (for CuPy: cupy.asnumpy; for sparse: .todense())")
 
 
-def _chunk_input(block, op: str, x_dtype, block_info):
+def _chunk_input(block, op: str, x_dtype, block_info, rules=None):
     """The chunk's values (``_chunk_values``), refused if its dtype is not ``x.dtype``
-    (``x_dtype``) or its shape not the one ``x.chunks`` gives it: a chunk that differs from what
-    the graph declares would be reduced as something else."""
+    (``x_dtype``) or its shape not the one ``x.chunks`` gives it (where ``x.chunks`` knows it):
+    a chunk that differs from what the graph declares would be reduced as something else.
+    ``rules`` (``dmlgpu.dask.numpy``'s) may refuse a chunk first (``rules.admit``)."""
+    if rules is not None:
+        rules.admit(block)
     values = _chunk_values(block, op)
-    data_type = DataType.from_numpy(values.dtype, "x.dtype")
-    if data_type is not DataType.from_numpy(x_dtype, "x.dtype"):
-        raise TypeError(f"the chunk's dtype is {values.dtype}, but x.dtype is {np.dtype(x_dtype)}: every chunk must "
+    expected_type = np.dtype(x_dtype)
+    if values.dtype != expected_type and (np.bool_ in (values.dtype, expected_type) or DataType.from_numpy(
+            values.dtype, "x.dtype") is not DataType.from_numpy(expected_type, "x.dtype")):
+        raise TypeError(f"the chunk's dtype is {values.dtype}, but x.dtype is {expected_type}: every chunk must "
                         f"hold x's declared type (a map_blocks that changes it must say so with dtype=)")
     info = (block_info or {}).get(0)
     if info is not None:
         expected = tuple(stop - start for start, stop in info["array-location"])
-        if values.shape != expected:
+        if len(values.shape) != len(expected) or any(n != e for n, e in zip(values.shape, expected) if not math.isnan(e)):
             raise ValueError(f"the chunk's shape is {values.shape}, but x.chunks gives it {expected}: every chunk "
                              f"must have the shape x.chunks declares")
     return values
 
 
 @_naming_the_chunk
-def _chunk_final(block, *, op, axes, direction, out_type, nan_mode, device, x_dtype, block_info=None):
+def _chunk_final(block, *, op, axes, direction, out_type, nan_mode, device, x_dtype, rules=None, block_info=None):
     """A chunk that holds the whole of every reduced axis: its result is the answer."""
-    block = _chunk_input(block, op, x_dtype, block_info)
+    block = _chunk_input(block, op, x_dtype, block_info, rules)
+    if rules is not None:
+        return rules.final(op, block, axes, _device(device))
     if block.size == 0:
         return np.empty([1 if i in axes else n for i, n in enumerate(block.shape)], out_type.numpy)
     fn = api.argmax if op == "argmax" else api.argmin
@@ -348,30 +376,39 @@ def _chunk_hardmax(block, *, axes, nan_mode, device, x_dtype, block_info=None):
 
 
 @_naming_the_chunk
-def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, block_info=None):
+def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, rules=None, block_info=None):
     """The chunk's (key, index) pair per output position, with the index over the whole array.
     ``op`` "hardmax" reduces as ARGMAX; keys come from the values reduced (a masked chunk's
-    filled values), so every chunk's pairs compare alike."""
-    block = _chunk_input(block, op, x_dtype, block_info)
+    filled values; a bool chunk's truth), so every chunk's pairs compare alike. ``rules``
+    (``dmlgpu.dask.numpy``'s): their errors first (``rules.check``), the chunk reduced by them."""
+    block = _chunk_input(block, op, x_dtype, block_info, rules)
     op = "argmin" if op == "argmin" else "argmax"
+    if rules is not None:
+        rules.check(op, block)
     out_shape = [1 if i in axes else n for i, n in enumerate(block.shape)]
     if block.size == 0:  # nothing to offer: a pair that never wins
         pairs = np.zeros(out_shape, PAIR)
         if direction is AxisDirection.INCREASING:
             pairs["index"] = np.iinfo(np.uint64).max
         return pairs
-    fn = api.argmax if op == "argmax" else api.argmin
-    local = fn(block, axes, axis_direction=direction, output_data_type="uint32", nan_mode=nan_mode,
-               device=_device(device))
+    if rules is None:
+        fn = api.argmax if op == "argmax" else api.argmin
+        local = fn(block, axes, axis_direction=direction, output_data_type="uint32", nan_mode=nan_mode,
+                   device=_device(device))
+    else:
+        local = rules.local(op, block, axes, nan_mode, _device(device))
     coords = np.unravel_index(local.astype(np.intp), [block.shape[a] for a in axes])
     # the winning values: reduced axes indexed by the winners' positions, the others by aranges
     at = dict(zip(axes, coords))
     values = block[tuple(at[i] if i in at else _along(i, n, block.ndim) for i, n in enumerate(block.shape))]
+    if values.dtype == np.bool_:  # any nonzero byte is True
+        values = (values.view(np.uint8) != 0).view(np.uint8)
     info = block_info[0]
     starts = [info["array-location"][a][0] for a in axes]
+    sizes = [block.shape[a] if math.isnan(info["shape"][a]) else info["shape"][a] for a in axes]  # unknown: one chunk
     pairs = np.empty(out_shape, PAIR)
     pairs["key"] = oracle.order_keys(values, want_max=op == "argmax", nan_mode=nan_mode)
-    pairs["index"] = np.ravel_multi_index([c + s for c, s in zip(coords, starts)], [info["shape"][a] for a in axes])
+    pairs["index"] = np.ravel_multi_index([c + s for c, s in zip(coords, starts)], sizes)
     return pairs
 
 
@@ -410,10 +447,23 @@ def _combine(pairs, axis, keepdims=True, *, increasing, computing_meta=False, **
     return merge_pairs(pairs, axis, increasing=increasing)
 
 
-def _aggregate(pairs, axis, keepdims=True, *, increasing, dtype, computing_meta=False, **kwargs):
+def _aggregate(pairs, axis, keepdims=True, *, increasing, dtype, worst=None, computing_meta=False, **kwargs):
+    """The final merge: the index (``dtype``), the reduced axes kept or dropped (``keepdims``;
+    a NumPy scalar where none is left, as dask.array's). ``worst`` (``numpy.nanargmax``'s rule,
+    ``axes.nan_rule``, on keys): the key of -inf (+inf for argmin); a winner of key 0 (NaN)
+    raises NumPy's ``ValueError``, a winner of the worst key is index 0."""
     if computing_meta:
-        return np.empty((0,) * pairs.ndim, dtype)
-    return merge_pairs(pairs, axis, increasing=increasing)["index"].astype(dtype)
+        return np.empty((0,) * (pairs.ndim if keepdims else pairs.ndim - len(axis)), dtype)
+    best = merge_pairs(pairs, axis, increasing=increasing)
+    index = best["index"].astype(dtype)
+    if worst is not None:
+        if (best["key"] == 0).any():
+            raise ValueError(ALL_NAN)
+        index[best["key"] == worst] = 0
+    if keepdims:
+        return index
+    index = index.reshape([n for i, n in enumerate(index.shape) if i not in axis])
+    return index[()] if index.ndim == 0 else index
 
 
 @_naming_the_chunk
