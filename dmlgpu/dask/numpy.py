@@ -18,8 +18,9 @@ same errors, at the same time:
   ``out`` is dask.array's (a Dask array of the result's shape, which is then the result).
 - NaN as NumPy: ``argmax`` / ``argmin`` take the first NaN; ``nanargmax`` / ``nanargmin``
   skip NaN, and a slice that is all NaN raises ``ValueError("All-NaN slice encountered")`` at
-  ``compute()`` (NumPy's message; dask.array's reads "All NaN slice encountered"). A slice of
-  only -inf (+inf for ``nanargmin``) and NaN gives 0, as NumPy's.
+  ``compute()`` (NumPy's message, after the name of the chunk where one chunk holds the whole
+  slice; dask.array's reads "All NaN slice encountered"). A slice of only -inf (+inf for
+  ``nanargmin``) and NaN gives 0, as NumPy's.
 - errors when the graph is built, as dask.array's: ``AxisError`` for an axis out of range
   (0-d arrays take only ``axis=None``), ``TypeError`` for an axis that is neither None nor an
   int, dask.array's ``ValueError`` for chunks of unknown size along a reduced axis that has
