@@ -1,8 +1,9 @@
 /* The runner's hot path in C: recording, submitting, mapping and waiting for a small call,
  * straight to wgpu-native, with no Python between the calls.
  *
- * Plain C with no Python headers: runtime/hot.py compiles it on first use (``cc -shared``) into a
- * cache folder and loads it with cffi's ``dlopen``; wgpu-native's functions come in as
+ * Plain C with no Python headers: setup.py compiles it into the package when the package is
+ * built (``_hot.so``), and runtime/hot.py loads it from there with cffi's ``dlopen`` (nothing
+ * is compiled at run time); wgpu-native's functions come in as
  * pointers (``DmlFns``, filled from the ``lib`` wgpu-py exports), so nothing here links
  * against wgpu-native or depends on where it lives. The few structs passed by value mirror
  * webgpu.h of the wgpu-native versions in ``runtime.native.NATIVE_WGPU``; ``dml_layout`` reports
@@ -25,7 +26,7 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
-/* (POSIX only: runtime/hot.py does not build it on Windows, where the public path is used) */
+/* (POSIX only: setup.py does not build it on Windows, where the public path is used) */
 #define DML_EXPORT __attribute__((visibility("default")))
 static void dml_yield(void) { sched_yield(); }
 static void dml_pause(void) {

@@ -57,7 +57,7 @@ from ..errors import AdapterError, DeviceLostError
 from ..plan import Capabilities
 from .adapters import choose_adapter, release_device, request_device
 from .backend import Backend
-from .hot import SPIN_S, hot_copier
+from .hot import hot_copier, settings
 from .memory import Memory
 from .native import Deferred, NativePath, native_unsupported
 from .programs import Programs
@@ -129,8 +129,9 @@ class Runner:
         self.capabilities = dataclasses.replace(self.capabilities, **smaller)
         self.path: Backend[Any] = self._choose_path()
         if isinstance(self.path, NativePath) and self.adapter.info["adapter_type"] != "CPU":
-            self.path.spin_s = SPIN_S
-            self.path.copier = hot_copier()
+            threads = settings()
+            self.path.spin_s = threads["spin_us"] * 1e-6
+            self.path.copier = hot_copier(threads["copy_helpers"], self.path.spin_s)
         # small outputs in mappable memory: a NumPy call's kit binds its staging (kits.Kit), a
         # resident call writes a buffer a read maps as it is (Memory.storage(readable=True));
         # on the native path, whose dispatches are recorded at their submit (Deferred)
