@@ -85,11 +85,13 @@ def test_a_read_back_shares_the_command_buffer_of_work_recorded_before_it(device
         t.release()
 
 
-def test_a_dispatch_is_recorded_at_its_submit_and_with_the_read_after_it(device, monkeypatch):
-    """Native path: a dispatch stays its steps until the submit. One dispatch then a read are
-    recorded by one C call (no ``Deferred.take``); several, or one then other work, each
-    record on their own, in order. The read's ``DmlCall`` forgets the steps it ran: a later
-    read through the same staging only copies (it would otherwise run them again)."""
+def test_dispatches_are_recorded_at_their_submit_with_the_read_after_them(device, monkeypatch):
+    """Native path: a dispatch stays its steps until the submit. The dispatches after the
+    last other pending work are recorded by the one C call that records the read (or the
+    calls committed with it, ``Runner.commit``), in one encoder and in order, with no
+    ``Deferred.take``; those before other work (a staged upload's copy) are taken on their
+    own. A read's ``DmlCall`` carries no steps: a later read through the same staging only
+    copies."""
     import numpy as np
 
     from dmlgpu import oracle
@@ -106,17 +108,22 @@ def test_a_dispatch_is_recorded_at_its_submit_and_with_the_read_after_it(device,
     take = native.Deferred.take
     monkeypatch.setattr(native.Deferred, "take", lambda self: taken.append(self) or take(self))
     one = dmlgpu.argmax(tensors[0], 1)
-    assert np.array_equal(one.numpy(), oracle.argmax(xs[0], 1)) and taken == []  # fused
+    assert np.array_equal(one.numpy(), oracle.argmax(xs[0], 1)) and taken == []
     one.write(np.zeros(4, np.uint32))
-    assert one.numpy().ravel().tolist() == [0, 0, 0, 0]  # the staging's call copies only now
+    assert one.numpy().ravel().tolist() == [0, 0, 0, 0]  # the staging's call copies only
     two = [dmlgpu.argmin(t, 1) for t in tensors]
-    clear = dmlgpu.hardmax(tensors[1], 1)  # a clear in the same submit
-    assert np.array_equal(two[1].numpy(), oracle.argmin(xs[1], 1)) and len(taken) == 3
+    clear = dmlgpu.hardmax(tensors[1], 1)  # a clear in the same encoder
+    assert len(device.runner._pending) == 3
+    assert np.array_equal(two[1].numpy(), oracle.argmin(xs[1], 1)) and taken == []
     assert np.array_equal(two[0].numpy(), oracle.argmin(xs[0], 1))
     assert np.array_equal(clear.numpy(), oracle.hardmax(xs[1], 1))
-    last = dmlgpu.hardmax(tensors[0], 1)  # fused with its clear
-    assert np.array_equal(last.numpy(), oracle.hardmax(xs[0], 1)) and len(taken) == 3
-    for t in tensors + [one, *two, clear, last]:
+    before = dmlgpu.argmax(tensors[1], 1)
+    big = device.upload(rng.standard_normal(1 << 16).astype(np.float32))  # staged: a copy's encoder
+    assert type(device.runner._pending[-1]) is not native.Deferred
+    after = dmlgpu.hardmax(tensors[0], 1)
+    assert np.array_equal(after.numpy(), oracle.hardmax(xs[0], 1)) and len(taken) == 1  # (before's)
+    assert np.array_equal(before.numpy(), oracle.argmax(xs[1], 1))
+    for t in tensors + [one, *two, clear, before, after, big]:
         t.release()
 
 
@@ -259,13 +266,13 @@ def test_a_failed_small_call_drops_its_kit_and_the_next_call_works(device, monke
         assert compiled._kits == []  # the public path has no hot loop
         return
     (kit,) = compiled._kits
-    real = device.runner.path.call
+    real = device.runner.path.submit_calls
 
     def fails(*args):
-        monkeypatch.setattr(device.runner.path, "call", real)
+        monkeypatch.setattr(device.runner.path, "submit_calls", real)
         raise wgpu.GPUError("a failure in the middle of a call")
 
-    monkeypatch.setattr(device.runner.path, "call", fails)
+    monkeypatch.setattr(device.runner.path, "submit_calls", fails)
     with pytest.raises(wgpu.GPUError, match="middle of a call"):
         compiled(x)
     assert compiled._kits == []  # the kit that failed is not used again

@@ -48,6 +48,17 @@ typedef struct { uint64_t id; } Future;
 typedef void (*MapCallback)(uint32_t status, StringView message, void *userdata1, void *userdata2);
 typedef struct { void *next_in_chain; uint32_t mode; MapCallback callback; void *userdata1; void *userdata2; } MapInfo;
 
+/* One device's poller: the threads waiting for maps on that device take turns polling it, one
+ * at a time (``busy``), and the others wait for their own map to land, spinning, then asleep
+ * until the poller's poll ends (``polled``). A blocking wgpuDevicePoll holds the device while
+ * it waits; several threads polling at once took turns inside wgpu-native anyway (on the H100,
+ * 8 threads making small calls: 642 calls/s polling at once, 2867 one caller at a time). */
+typedef struct {
+    _Atomic int busy, sleepers;
+    pthread_mutex_t mu;
+    pthread_cond_t polled;
+} DmlPoller;
+
 typedef struct {
     H (*create_encoder)(H device, const void *descriptor);
     H (*begin_compute_pass)(H encoder, const void *descriptor);
@@ -72,6 +83,7 @@ typedef struct {
     uint64_t map_read, map_write;
     /* descriptors wgpu-py's ffi made (all default: NULL chain, empty label) */
     const void *encoder_descriptor, *pass_descriptor, *buffer_descriptor;
+    DmlPoller *poller; /* the device's: a map that lands wakes the threads asleep on it */
 } DmlFns;
 
 enum { PENDING = 0, LANDED = 1, FAILED = 2, ORPHANED = 3 };
@@ -84,7 +96,6 @@ typedef struct { H pipeline, group; uint32_t x, y, z; } DmlStep;
  * ``output`` into the MAP_READ buffer ``rstaging``. A staging buffer that is the input (or
  * the output) itself, which the passes bind, needs no copy. */
 typedef struct {
-    H device, queue;
     H wstaging; DmlState *wstate; H input; uint64_t in_size;
     H clear; uint64_t clear_size;
     const DmlStep *steps; size_t n_steps;
@@ -98,6 +109,8 @@ DML_EXPORT size_t dml_layout(int which) {
         case 1: return offsetof(MapInfo, callback);
         case 2: return sizeof(StringView);
         case 3: return sizeof(Future);
+        case 4: return sizeof(DmlCall);
+        case 5: return sizeof(DmlFns);
         default: return 0;
     }
 }
@@ -108,7 +121,16 @@ static void on_mapped(uint32_t status, StringView message, void *userdata1, void
     const DmlFns *f = (const DmlFns *)userdata2;
     int expected = PENDING;
     int outcome = status == f->map_success ? LANDED : FAILED;
-    if (!atomic_compare_exchange_strong(&s->word, &expected, outcome)) free(s); /* orphaned */
+    if (!atomic_compare_exchange_strong(&s->word, &expected, outcome)) {
+        free(s); /* orphaned */
+        return;
+    }
+    DmlPoller *p = f->poller;
+    if (p && atomic_load(&p->sleepers)) { /* (its waiter may be asleep: wake the sleepers) */
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->polled);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 DML_EXPORT DmlState *dml_state_new(int landed) {
@@ -130,17 +152,6 @@ DML_EXPORT void dml_map(const DmlFns *f, H buffer, int write, size_t size, DmlSt
     atomic_store(&s->word, PENDING);
     f->map_async(buffer, write ? f->map_write : f->map_read, 0, size, info);
 }
-
-/* One device's poller: the threads waiting for maps on that device take turns polling it, one
- * at a time (``busy``), and the others wait for their own map to land, spinning, then asleep
- * until the poller's poll ends (``polled``). A blocking wgpuDevicePoll holds the device while
- * it waits; several threads polling at once took turns inside wgpu-native anyway (on the H100,
- * 8 threads making small calls: 642 calls/s polling at once, 2867 one caller at a time). */
-typedef struct {
-    _Atomic int busy, sleepers;
-    pthread_mutex_t mu;
-    pthread_cond_t polled;
-} DmlPoller;
 
 DML_EXPORT DmlPoller *dml_poller_new(void) {
     DmlPoller *p = (DmlPoller *)calloc(1, sizeof(DmlPoller));
@@ -184,24 +195,33 @@ static void done_polling(DmlPoller *p) {
     }
 }
 
-/* Wait until ``s`` has landed, polling the device when no other thread does (``p``: the
- * device's poller; NULL: this thread polls alone). For the first ``spin_s`` seconds the polls
- * do not block and a thread that is not polling spins (a blocking poll returns tens of
- * microseconds after the GPU is done); then the poller blocks on ``ticket`` (or all work when
- * NULL) and the others sleep until its poll ends. When the queue is idle and the map has not
- * landed for ``idle_timeout_s``, the device is taken as lost. 1: landed, 2: the map failed,
- * -1: timed out. */
+/* A thread that is not polling spins this long for its map before it sleeps (woken when a map
+ * lands or the poller stops): long enough for the poll under way to end, short enough that
+ * threads waiting at once do not keep the cores from the threads that have work. */
+#define DML_SPIN_NOT_POLLING_S 20e-6
+
+/* Wait until ``s`` has landed, polling the device when no other thread does (one at a time:
+ * the device's poller, ``f->poller``; NULL: this thread polls alone). For the first ``spin_s``
+ * seconds the polls do not block (a blocking poll returns tens of microseconds after the GPU is
+ * done, and holds the device meanwhile, which keeps other threads' submits out); then the
+ * poller blocks on ``ticket`` (or all work when NULL). A thread that is not polling spins
+ * briefly, then sleeps until a map lands or the poller stops. When the queue is idle and the
+ * map has not landed for ``idle_timeout_s``, the device is taken as lost. 1: landed, 2: the
+ * map failed, -1: timed out. */
 DML_EXPORT int dml_wait(const DmlFns *f, H device, const DmlState *s, double spin_s, double idle_timeout_s,
-                        const uint64_t *ticket, DmlPoller *p) {
+                        const uint64_t *ticket) {
+    DmlPoller *p = f->poller;
     int state = dml_state(s);
     if (state != PENDING) return state;
-    double give_up = spin_s > 0 ? dml_now() + spin_s : 0;
+    double start = dml_now();
+    double give_up = spin_s > 0 ? start + spin_s : 0;
     double idle_since = -1;
     while ((state = dml_state(s)) == PENDING) {
-        int spinning = give_up > 0 && dml_now() < give_up;
+        double now = dml_now();
+        int spinning = give_up > 0 && now < give_up;
         int free_now = 0;
         if (p && !atomic_compare_exchange_strong(&p->busy, &free_now, 1)) {
-            if (spinning) dml_pause();
+            if (spinning && now - start < DML_SPIN_NOT_POLLING_S) dml_pause();
             else sleep_until_polled(p, s, 1e-3);
             continue;
         }
@@ -210,7 +230,7 @@ DML_EXPORT int dml_wait(const DmlFns *f, H device, const DmlState *s, double spi
         if (spinning || (state = dml_state(s)) != PENDING) continue;
         if (!idle) continue;
         ticket = NULL;
-        double now = dml_now();
+        now = dml_now();
         if (idle_since < 0) idle_since = now;
         if (now - idle_since > idle_timeout_s) return -1;
         dml_yield();
@@ -421,31 +441,36 @@ DML_EXPORT int dml_drain(const DmlFns *f, H buffer, size_t size, void *out, size
     return 0;
 }
 
-/* Record the call ``c`` after the ``n_pending`` encoders ``pending`` (``pending`` has room
- * for one more) and finish them all into command buffers, in place (``dml_finish``); their
- * count. A call with no upload and no passes (a read-back) records its copy into the last
- * pending encoder: one command buffer for a call's passes and its read-back. The upload
- * staging must have been filled and unmapped (``dml_fill``). */
-DML_EXPORT size_t dml_record_call(const DmlFns *f, const DmlCall *c, H *pending, size_t n_pending) {
-    H encoder;
-    if (n_pending && !c->wstaging && !c->clear && !c->n_steps) {
-        encoder = pending[n_pending - 1];
-    } else {
-        encoder = f->create_encoder(c->device, f->encoder_descriptor);
-        pending[n_pending++] = encoder;
+/* Record the calls into one encoder, after the ``n_pending`` encoders ``pending`` (``pending``
+ * has room for one more), and finish them all into command buffers in place (``dml_finish``);
+ * their count. Each call in turn: its upload's copy (where its staging is not its input), its
+ * clear and passes, its read-back's copy (where its read staging is not its output). What
+ * threads commit at once goes to the GPU this way: one encoder, one finish, one submit. */
+DML_EXPORT size_t dml_record_calls(const DmlFns *f, H device, DmlCall *const *calls, size_t n, H *pending,
+                                   size_t n_pending) {
+    H encoder = f->create_encoder(device, f->encoder_descriptor);
+    for (size_t i = 0; i < n; i++) {
+        const DmlCall *c = calls[i];
+        if (c->wstaging && c->wstaging != c->input) f->copy_buffer(encoder, c->wstaging, 0, c->input, 0, c->in_size);
+        dml_record(f, device, encoder, c->clear, c->clear_size, c->steps, c->n_steps);
+        if (c->rstaging && c->rstaging != c->output)
+            f->copy_buffer(encoder, c->output, c->out_offset, c->rstaging, 0, c->out_size);
     }
-    if (c->wstaging && c->wstaging != c->input) f->copy_buffer(encoder, c->wstaging, 0, c->input, 0, c->in_size);
-    dml_record(f, c->device, encoder, c->clear, c->clear_size, c->steps, c->n_steps);
-    if (c->rstaging != c->output) f->copy_buffer(encoder, c->output, c->out_offset, c->rstaging, 0, c->out_size);
+    pending[n_pending++] = encoder;
     dml_finish(f, pending, n_pending);
     return n_pending;
 }
 
-/* Submit the call's command buffers (``dml_record_call``) and start the maps: the
- * read-back's, and the upload staging's again (ready for the next call once the GPU has
- * copied out of it). */
-DML_EXPORT void dml_submit_call(const DmlFns *f, DmlCall *c, H *buffers, size_t count) {
-    c->ticket = dml_submit(f, c->queue, buffers, count);
-    dml_map(f, c->rstaging, 0, c->out_size, c->rstate);
-    if (c->wstaging) dml_map(f, c->wstaging, 1, c->in_size, c->wstate);
+/* Submit the command buffers (``dml_record_calls``) in one submission and start every call's
+ * maps: its read-back's, and its upload staging's again; each call's ticket is the
+ * submission's index. */
+DML_EXPORT void dml_submit_calls(const DmlFns *f, H queue, DmlCall *const *calls, size_t n, H *buffers,
+                                 size_t count) {
+    uint64_t ticket = dml_submit(f, queue, buffers, count);
+    for (size_t i = 0; i < n; i++) {
+        DmlCall *c = calls[i];
+        c->ticket = ticket;
+        if (c->rstaging) dml_map(f, c->rstaging, 0, c->out_size, c->rstate);
+        if (c->wstaging) dml_map(f, c->wstaging, 1, c->in_size, c->wstate);
+    }
 }

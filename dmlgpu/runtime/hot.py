@@ -39,7 +39,6 @@ _HOT_CDEF = f"""
 typedef struct {{ int word; }} DmlState;
 typedef struct {{ void *pipeline, *group; uint32_t x, y, z; }} DmlStep;
 typedef struct {{
-    void *device, *queue;
     void *wstaging; DmlState *wstate; void *input; uint64_t in_size;
     void *clear; uint64_t clear_size;
     const DmlStep *steps; size_t n_steps;
@@ -50,6 +49,7 @@ typedef struct {{
     void *fn[{len(HOT_FUNCTIONS)}];
     uint32_t callback_mode, map_success; uint64_t map_read, map_write;
     const void *encoder_descriptor, *pass_descriptor, *buffer_descriptor;
+    void *poller;
 }} DmlFns;
 size_t dml_layout(int which);
 DmlState *dml_state_new(int landed);
@@ -60,7 +60,7 @@ typedef struct DmlPoller DmlPoller;
 DmlPoller *dml_poller_new(void);
 void dml_poller_free(DmlPoller *p);
 int dml_wait(const DmlFns *f, void *device, const DmlState *s, double spin_s, double idle_timeout_s,
-             const uint64_t *ticket, DmlPoller *p);
+             const uint64_t *ticket);
 void *dml_record(const DmlFns *f, void *device, void *encoder, void *clear, uint64_t clear_size,
                  const DmlStep *steps, size_t n_steps);
 void dml_finish(const DmlFns *f, void **encoders, size_t count);
@@ -73,8 +73,9 @@ void dml_copier_stop(DmlCopier *p);
 int dml_fill(const DmlFns *f, DmlCopier *p, size_t parallel_above, void *buffer, size_t size, const void *data,
              size_t nbytes);
 int dml_drain(const DmlFns *f, void *buffer, size_t size, void *out, size_t nbytes);
-size_t dml_record_call(const DmlFns *f, const DmlCall *c, void **pending, size_t n_pending);
-void dml_submit_call(const DmlFns *f, DmlCall *c, void **buffers, size_t count);
+size_t dml_record_calls(const DmlFns *f, void *device, DmlCall *const *calls, size_t n, void **pending,
+                        size_t n_pending);
+void dml_submit_calls(const DmlFns *f, void *queue, DmlCall *const *calls, size_t n, void **buffers, size_t count);
 """
 _hot_loaded: list = []  # [(ffi, lib)] once loaded, [None, reason] once it failed
 _copiers: dict = {}  # (pid, helpers, spin_s) -> DmlCopier of this process (hot_copier)
@@ -163,6 +164,12 @@ def hot_library():
                       wffi.sizeof("WGPUStringView"), wffi.sizeof("WGPUFuture")]
             if ours != theirs:
                 raise RuntimeError(f"_hot.c's structs {ours} do not match wgpu-native's {theirs}")
+            # and ours as this module declares them (a library built from another _hot.c would
+            # read them wrongly: a crash, not an error)
+            built, declared = [lib.dml_layout(4), lib.dml_layout(5)], [ffi.sizeof("DmlCall"), ffi.sizeof("DmlFns")]
+            if built != declared:
+                raise RuntimeError(f"{path} was built from another _hot.c (struct sizes {built}, declared "
+                                   f"{declared}): reinstall dmlgpu")
             _hot_loaded[:] = [(ffi, lib)]
         except (OSError, RuntimeError) as err:
             _hot_loaded[:] = [None, str(err)]

@@ -85,6 +85,18 @@ logging.getLogger("wgpu").addFilter(_MappableWarning())
 #: it while Python records the next call; smaller work waits for the next read (one submit).
 SUBMIT_EARLY_BYTES = 4 << 20
 
+class _Batch:
+    """Small calls committed together (``Runner.commit``): one submission for all of them."""
+
+    __slots__ = ("calls", "reads", "done", "error")
+
+    def __init__(self) -> None:
+        self.calls: list = []  # DmlCall pointers
+        self.reads: list = []  # buffers they map as they are (reads in place)
+        self.done = False
+        self.error: BaseException | None = None
+
+
 class Runner:
     """One wgpu device: its pipeline cache, the order of work on its queue, its lifetime, and
     its rooms (``memory``, ``transfers``, ``path``)."""
@@ -143,9 +155,15 @@ class Runner:
         self._pending: list = []
         self._pending_bytes = 0
         self._pending_uses: set = set()
-        # buffers mapped for a read in place, which no submit may use (module docstring)
+        # buffers mapped for a read in place, which no submit may use, and those a read in place
+        # has claimed before its map starts (module docstring)
         self.mapped: set = set()
-        self.unmapped = threading.Condition(self.lock)
+        self.reading: set = set()
+        # small calls committed since the last submission (``commit``), and whether a thread is
+        # submitting a batch of them now (then no other submit or queue write may start)
+        self._batch = _Batch()
+        self._committing = False
+        self.changed = threading.Condition(self.lock)  # mapped, reading or _committing changed
         self._queued = False  # small writes queued since the last submit (``Transfers.write``)
         # write staging that pending work copies out of, mapped again after its submit
         self._remap: list = []
@@ -213,7 +231,7 @@ class Runner:
             for encoder in self._pending:
                 encoder.drop()
             self._pending, self._remap = [], []
-            self.unmapped.notify_all()
+            self.changed.notify_all()
             for m in self.memory.writes.clear():  # let their maps land: a pending map keeps its
                 try:                              # buffer (and wgpu-py's, its device) alive
                     self.path.wait(m, None)
@@ -316,7 +334,10 @@ class Runner:
 
     def submit_pending(self, writes: bool = True) -> None:
         """Submit the recorded work (and, with ``writes``, the queued writes) if there is any,
-        e.g. before a buffer they may use is destroyed. Under the lock."""
+        e.g. before a buffer they may use is destroyed; in any case, return when no batch of
+        committed calls is being submitted (a queue write may follow). Under the lock."""
+        while self._committing:
+            self.changed.wait()
         if self._pending or (writes and (self._queued or self._remap)):
             self.submit()
 
@@ -325,8 +346,10 @@ class Runner:
         ``uses``), with the queued writes ahead of them, and ``read`` = (src, offset, map of a
         MAP_READ staging buffer): its copy recorded last and its map started
         (``path.submit``). The submission's ticket; None where there was nothing to submit.
-        Under the lock; waits (letting go of it) while the work uses a buffer mapped for a
-        read in place."""
+        Under the lock; waits (letting go of it) while a batch of committed calls is being
+        submitted (``commit``), and while the work uses a buffer mapped for a read in place."""
+        while self._committing:
+            self.changed.wait()
         if self.mapped:
             self._wait_unmapped(read[0] if read is not None else None, uses)
         encoders, self._pending, self._pending_bytes = self._pending + list(extra) if extra else self._pending, [], 0
@@ -354,29 +377,66 @@ class Runner:
             mapped = self.mapped
             if mapped.isdisjoint(self._pending_uses) and read not in mapped and mapped.isdisjoint(uses):
                 return
-            self.unmapped.wait()
+            self.changed.wait()
             self.check()
 
-    def submit_call(self, c, handles) -> None:
-        """Submit the recorded work with the native small call ``c`` (a ``DmlCall``, ``kits.Kit``)
-        recorded after it, in one submit; writes staged or queued before go first, in order.
-        (The kit's own buffers are its alone: no other thread maps them.)"""
-        assert isinstance(self.path, NativePath)  # (only the native path has kits)
+    def commit(self, call, reads=None) -> None:
+        """Submit the native small call ``call`` (a ``DmlCall``: a kit's, ``kits.Kit``, or a read
+        in place's) after the recorded work, in one submission with the calls other threads
+        commit meanwhile (a group commit: wgpu-native's submit and poll take turns inside it, so
+        a round trip a thread did not get more done from more threads). One thread at a time
+        leads: it takes every call waiting, and the recorded work, and records and submits
+        them with one encoder, outside the lock (``_lead``); the calls that arrive meanwhile
+        wait for the next batch, which one of their threads leads. The call's maps are started
+        in that submission and its ticket set. ``reads``: the buffer the call maps as it is (a
+        read in place), in ``mapped`` from the submission on. Without the lock held."""
         with self.lock:
             self.check()
-            if self._remap or self._queued:
-                self.submit()
-            elif self.mapped:
+            batch = self._batch
+            batch.calls.append(call)
+            if reads is not None:
+                batch.reads.append(reads)
+            while not batch.done:
+                if self._committing:
+                    self.changed.wait()
+                else:
+                    self._lead()
+        if batch.error is not None:
+            raise batch.error
+
+    def _lead(self) -> None:
+        """Submit the batch waiting (``commit``) with the recorded work and the queued writes,
+        its record and submit outside the lock (the calls arriving meanwhile join the next
+        batch); no other submit or queue write starts until it is done. Under the lock."""
+        assert isinstance(self.path, NativePath)  # (only the native path commits small calls)
+        self._committing = True
+        batch, self._batch = self._batch, _Batch()
+        remap: list = []
+        try:
+            self.check()
+            if self.mapped:
                 self._wait_unmapped(None, ())
-            pending, self._pending, self._pending_bytes = self._pending, [], 0
-            self._pending_uses = set()
+            pending, self._pending, self._pending_bytes, self._pending_uses = self._pending, [], 0, set()
+            self._queued = False  # (queue writes land ahead of the next submission: this one)
+            remap, self._remap = self._remap, []
+            self.lock.release()
             try:
-                self.path.call(c, pending, handles)
-            except wgpu.GPUError as err:
-                raise self.gpu_error(err) from None
+                self.path.submit_calls(pending, batch.calls)
             finally:
+                self.lock.acquire()
                 for encoder in pending:
                     encoder.drop()
+            self.mapped.update(batch.reads)
+            if remap:
+                self.transfers.remapped(remap)
+        except BaseException as err:
+            for m in remap:
+                self.memory.destroy(m.buffer)
+            batch.error = self.gpu_error(err) if isinstance(err, wgpu.GPUError) else err
+        finally:
+            batch.done = True
+            self._committing = False
+            self.changed.notify_all()
 
     def flush(self) -> None:
         """Submit the recorded work."""

@@ -337,54 +337,66 @@ class Transfers:
         if buffer.usage == READABLE and offset == 0 and nbytes <= buffer.size:
             return self._read_in_place(buffer, out)
         size = max(4, word_size(nbytes))
+        path = runner.path
         with runner.lock:
             runner.check()
-            m = memory.staging.take(size) or runner.path.new_map(memory.create(size, MAP_READ), size)
+            m = memory.staging.take(size) or path.new_map(memory.create(size, MAP_READ), size)
+            if not isinstance(path, NativePath):
+                try:
+                    ticket = runner.submit(read=(buffer, offset, m))
+                except BaseException:
+                    memory.destroy(m.buffer)
+                    raise
+        if isinstance(path, NativePath):  # committed with other threads' calls (Runner.commit)
+            call, ticket = path.read_call(m, buffer, offset)
             try:
-                ticket = runner.submit(read=(buffer, offset, m))
+                runner.commit(call)
             except BaseException:
-                memory.destroy(m.buffer)
+                with runner.lock:
+                    memory.destroy(m.buffer)
                 raise
         self._finish_read(m, ticket, out)
         return out
 
     def _read_in_place(self, buffer, out: np.ndarray) -> np.ndarray:
         """Read a buffer that passes wrote in mappable memory (``Memory.storage(readable=True)``)
-        through a map of its own: no copy into staging. From the submit that starts the map to
-        the unmap the buffer is in ``runner.mapped``, so that no other submit uses it meanwhile
-        (wgpu-native aborts the process on one; such a submit waits, others go ahead), and
-        another read of it waits its turn; the wait itself holds no lock. On the H100 a
+        through a map of its own: no copy into staging. From the submission that starts the map
+        (a batch of committed calls, ``Runner.commit``) to the unmap the buffer is in
+        ``runner.mapped``, so that no other submit uses it meanwhile (wgpu-native aborts the
+        process on one; such a submit waits, others go ahead), and another read of it waits its
+        turn (``runner.reading`` until then); the wait itself holds no lock. On the H100 a
         dispatch writing its 16 bytes straight into mapped memory took 45-49 us a round trip
         against 54-59 with a copy into staging."""
         runner, n = self.runner, self.runner.path
         assert isinstance(n, NativePath)  # (a readable buffer needs in_place, which needs it)
         with runner.lock:
             runner.check()
-            while buffer in runner.mapped:  # another thread reads it now
-                runner.unmapped.wait()
+            while buffer in runner.mapped or buffer in runner.reading:  # another thread reads it now
+                runner.changed.wait()
                 runner.check()
             m = self._read_maps.get(buffer)
             if m is None:  # (it holds the handle, not the buffer, which may go with its tensor)
                 m = self._read_maps[buffer] = n.new_map(Handle(buffer._internal), buffer.size)
-            if m.call is not None:
-                m.call[0].ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
-            ticket = runner.submit(read=(buffer, 0, m))
-            runner.mapped.add(buffer)
+            call, ticket = n.read_call(m, buffer, 0)
+            call.ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
+            runner.reading.add(buffer)
         try:
+            runner.commit(call, reads=buffer)  # (in runner.mapped from its submission on)
             n.wait(m, ticket)
             n.drain(m, out)
         except BaseException as err:
             # Once submitted, the buffer (its tensor's) may be mid-map or mapped: it can be
             # neither destroyed nor used again, so the device is taken as lost.
             with runner.lock:
-                if m.call is not None and m.call[0].ticket != 0:
+                if call.ticket != 0:
                     self._read_maps.pop(buffer, None)
                     runner.lose(f"a read failed with its buffer mapped: {err!r}")
             raise
         finally:
             with runner.lock:
                 runner.mapped.discard(buffer)
-                runner.unmapped.notify_all()
+                runner.reading.discard(buffer)
+                runner.changed.notify_all()
         return out
 
     def _finish_read(self, m, ticket, out: np.ndarray) -> None:
