@@ -436,6 +436,25 @@ def test_wrap_at_an_offset_runs_everywhere(dev, caller):
     assert caller.read(buffer).size  # the caller's buffer lives on
 
 
+def test_wrap_beyond_one_buffer(gpu, caller, family_devices):
+    """A tensor held in several buffers: a list of bindings, one a buffer, each at an offset."""
+    dev = family_device(gpu, family_devices, PIECES, LIMITS)
+    x = tie_values(DataType.FLOAT32, (9000, 2), 10)
+    desc = TensorDesc("FLOAT32", x.shape)
+    op = dev.compile(ArgMaxOperatorDesc(desc, axes=[0]))
+    bindings = placed(caller, op, op.input_desc, 2 * dev.runner.capabilities.offset_alignment)
+    assert len(bindings) > 1
+    t = dev.wrap(bindings, desc)
+    t.write(x)
+    np.testing.assert_array_equal(t.numpy(), x)
+    np.testing.assert_array_equal(op.run(t).numpy(), oracle.argmax(x, 0))
+    np.testing.assert_array_equal(dmlgpu.argmin(t, 1).numpy(), oracle.argmin(x, 1))
+    assert t.bindings == bindings
+    with pytest.raises(DataError, match=rf"^buffer is 1 buffer bindings, but a tensor of FLOAT32 \[9000, 2\] is held "
+                                        rf"in {len(bindings)} buffers on this device"):
+        dev.wrap(bindings[:1], desc)
+
+
 def test_tensor_bindings_feed_the_callers_passes(dev, caller):
     """An uploaded tensor and an operator's output, read by the caller's own pass."""
     x = np.random.default_rng(7).standard_normal((5, 64)).astype(np.float32)
