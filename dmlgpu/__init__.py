@@ -17,8 +17,9 @@ from .types import AxisDirection, DataType, FeatureLevel, NanMode, ReduceFunctio
 
 __version__ = "0.2.0"
 
-_LAZY = {"configure": "runtime.hot", "explain": "explainer", "argmax": "api", "argmin": "api", "hardmax": "api", "Device": "device", "Tensor": "tensor",
-         "CompiledOperator": "operator", "default_device": "device"}
+_LAZY = {"configure": "runtime.hot", "explain": "explainer", "argmax": "api", "argmin": "api", "hardmax": "api",
+         "Device": "device", "Tensor": "tensor", "CompiledOperator": "operator", "default_device": "device",
+         "BufferBinding": "binding", "BindingProperties": "binding", "BindingTable": "binding"}
 
 
 def __getattr__(name):
@@ -34,6 +35,7 @@ def __getattr__(name):
 
 __all__ = [
     "configure", "argmax", "argmin", "hardmax", "explain", "Device", "Tensor", "CompiledOperator", "default_device",
+    "BufferBinding", "BindingProperties", "BindingTable",
     "TensorDesc", "ArgMaxOperatorDesc", "ArgMinOperatorDesc", "ActivationHardmax1OperatorDesc",
     "ActivationHardmaxOperatorDesc", "ReduceOperatorDesc", "calc_buffer_tensor_size", "operator_from_json",
     "DataType", "AxisDirection", "TensorFlags", "ReduceFunction", "FeatureLevel", "NanMode",

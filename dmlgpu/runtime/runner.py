@@ -62,6 +62,7 @@ from .memory import Memory
 from .native import Deferred, NativePath, native_unsupported
 from .programs import Programs
 from .public import PublicPath
+from .recorder import check_device
 from .transfers import Transfers
 
 #: Features used when the adapter has them. "mappable-primary-buffers" lets a small call's
@@ -80,6 +81,48 @@ class _MappableWarning(logging.Filter):
 
 
 logging.getLogger("wgpu").addFilter(_MappableWarning())
+
+def _check_limits(limits, needs: dict) -> None:
+    """An ``AdapterError`` naming every limit of a caller's device below what ``needs`` asks."""
+    short = [name for name, (least, _) in needs.items() if limits.get(name, 0) < least]
+    if short:
+        why = "; ".join(f"{name} is {limits.get(name)}, but {needs[name][1]} (at least {needs[name][0]})"
+                        for name in short)
+        asks = ", ".join(f"{name!r}: {needs[name][0]}" for name in short)
+        raise AdapterError(f"the wgpu device lacks what dmlgpu needs: {why}. Request the device "
+                           f"with required_limits={{{asks}}} (or a smaller dmlgpu Tuning.workgroup_size)")
+
+
+def _open(name: str | None, int64: bool | None, device, needs: dict | None) -> tuple:
+    """(adapter, wgpu device, features used, limits): the adapter ``name`` picks opened with the
+    features of ``_WANTED_FEATURES`` it has; or the caller's ``device`` as it is, its limits
+    checked against ``needs`` (``Runner.__init__``)."""
+    if device is None:
+        adapter = choose_adapter(name)
+        available, where = set(adapter.features), f"adapter {adapter.info['device']!r}"
+    else:
+        check_device(device)
+        adapter = device.adapter
+        available, where = set(device.features), "the wgpu device (request it with that feature)"
+    wanted = [f for f in _WANTED_FEATURES if f in available]
+    if int64 is False:
+        wanted = [f for f in wanted if f != "shader-int64"]
+    elif int64 is True and "shader-int64" not in available:
+        raise AdapterError(f"int64 is True, but {where} lacks shader-int64")
+    if device is not None:
+        _check_limits(device.limits, needs or {})
+        return adapter, device, frozenset(wanted), device.limits
+    limits = adapter.limits
+    device = request_device(
+        adapter,
+        required_features=wanted,
+        required_limits={
+            "max-storage-buffer-binding-size": limits["max-storage-buffer-binding-size"],
+            "max-buffer-size": limits["max-buffer-size"],
+        },
+    )
+    return adapter, device, frozenset(wanted), limits
+
 
 #: Recorded work reading at least this many bytes is submitted at once, so that the GPU runs
 #: it while Python records the next call; smaller work waits for the next read (one submit).
@@ -103,29 +146,20 @@ class Runner:
 
     # Long: opening a device is one sequence (adapter, features, limits, capabilities, backend,
     # the queue's state, the rooms), each step reading the one before.
-    def __init__(self, adapter: str | None = None, *, int64: bool | None = None, smaller: dict | None = None):
+    def __init__(self, adapter: str | None = None, *, int64: bool | None = None, smaller: dict | None = None,
+                 device=None, needs: dict | None = None):
         """``smaller``: act as if the adapter bound and held less (``max_storage_binding``,
         ``max_buffer``: tensors beyond one binding; ``memory``: bytes of buffers the runner
-        may hold at once), so that tests reach those paths on small inputs."""
-        self.adapter = choose_adapter(adapter)
-        available = set(self.adapter.features)
-        wanted = [f for f in _WANTED_FEATURES if f in available]
-        if int64 is False:
-            wanted = [f for f in wanted if f != "shader-int64"]
-        elif int64 is True and "shader-int64" not in available:
-            raise AdapterError(f"int64 is True, but adapter {self.name!r} lacks shader-int64")
-        self.features = frozenset(wanted)
-        limits = self.adapter.limits
+        may hold at once), so that tests reach those paths on small inputs.
+
+        ``device``: a wgpu device of the caller's to run on, rather than one opened here
+        (``Device.from_wgpu``): its queue is used, its features (those of ``_WANTED_FEATURES``
+        it has) and limits are taken as they are, checked first against ``needs`` (limit name:
+        (least value, why): ``programs.required_limits``), and ``close`` leaves it working."""
+        self.owns_device = device is None
+        self.adapter, self.device, self.features, limits = _open(adapter, int64, device, needs)
         smaller = dict(smaller or {})
         memory_limit = smaller.pop("memory", None)
-        self.device = request_device(
-            self.adapter,
-            required_features=wanted,
-            required_limits={
-                "max-storage-buffer-binding-size": limits["max-storage-buffer-binding-size"],
-                "max-buffer-size": limits["max-buffer-size"],
-            },
-        )
         self.capabilities = Capabilities(
             max_storage_binding=limits["max-storage-buffer-binding-size"],
             max_buffer=limits["max-buffer-size"],
@@ -224,7 +258,8 @@ class Runner:
         return err
 
     def close(self) -> None:
-        """Destroy every buffer this runner made and the device itself; later use raises."""
+        """Destroy every buffer this runner made and, where it opened the device, the device
+        itself; a caller's device (``owns_device`` False) is left working. Later use raises."""
         with self.lock:
             if self._lost is not None and self._lost.startswith("was closed"):
                 return
@@ -241,8 +276,13 @@ class Runner:
             self.memory.take_kept()  # the device's destroy below destroys them all
             self.programs.clear()
             self.transfers.close()
+            if not self.owns_device:  # the caller's device lives on: what we made goes now
+                for buffer in list(self.memory._live):  # (every buffer Memory made and has not destroyed)
+                    buffer.destroy()
+                self.programs.close()
             self.memory.forget()
-            release_device(self.device)
+            if self.owns_device:
+                release_device(self.device)
 
     # ------------------------------------------------------------------ recording and submitting
 
