@@ -128,6 +128,40 @@ def _open(name: str | None, int64: bool | None, device, needs: dict | None) -> t
 #: it while Python records the next call; smaller work waits for the next read (one submit).
 SUBMIT_EARLY_BYTES = 4 << 20
 
+def _capabilities(features: set, limits, smaller: dict) -> Capabilities:
+    """What the planner may use of a device with these features and limits, made ``smaller``
+    (``Runner``) where asked."""
+    capabilities = Capabilities(
+        max_storage_binding=limits["max-storage-buffer-binding-size"],
+        max_buffer=limits["max-buffer-size"],
+        max_workgroups_per_dim=limits["max-compute-workgroups-per-dimension"],
+        shader_int64="shader-int64" in features,
+        offset_alignment=limits["min-storage-buffer-offset-alignment"],
+        subgroups="subgroup" in features,
+        int64_atomics={"shader-int64", "shader-int64-atomic-all-ops"} <= features,
+    )
+    for name, value in smaller.items():
+        if value > getattr(capabilities, name):
+            raise AdapterError(f"smaller[{name!r}] is {value}, above the adapter's {getattr(capabilities, name)}")
+    return dataclasses.replace(capabilities, **smaller)
+
+
+def _choose_path(device) -> NativePath | PublicPath:
+    """The native path (``_hot.c``) unless DMLGPU_RUNNER says public or it cannot run here."""
+    wanted = os.environ.get("DMLGPU_RUNNER", "native").strip().lower()
+    if wanted not in ("native", "public"):
+        raise AdapterError(f"DMLGPU_RUNNER is {wanted!r}, but it must be 'native' or 'public'")
+    if wanted == "native":
+        reason = native_unsupported()
+        if reason is None:
+            try:
+                return NativePath(device)
+            except RuntimeError as err:  # no hot loop: installed without it, or it does not match
+                reason = str(err)
+        warnings.warn(f"dmlgpu: {reason}; using wgpu-py's public objects (slower small calls)", stacklevel=3)
+    return PublicPath(device)
+
+
 class _Batch:
     """Small calls committed together (``Runner.commit``): one submission for all of them."""
 
@@ -160,20 +194,8 @@ class Runner:
         self.adapter, self.device, self.features, limits = _open(adapter, int64, device, needs)
         smaller = dict(smaller or {})
         memory_limit = smaller.pop("memory", None)
-        self.capabilities = Capabilities(
-            max_storage_binding=limits["max-storage-buffer-binding-size"],
-            max_buffer=limits["max-buffer-size"],
-            max_workgroups_per_dim=limits["max-compute-workgroups-per-dimension"],
-            shader_int64="shader-int64" in self.features,
-            offset_alignment=limits["min-storage-buffer-offset-alignment"],
-            subgroups="subgroup" in self.features,
-            int64_atomics={"shader-int64", "shader-int64-atomic-all-ops"} <= self.features,
-        )
-        for name, value in smaller.items():
-            if value > getattr(self.capabilities, name):
-                raise AdapterError(f"smaller[{name!r}] is {value}, above the adapter's {getattr(self.capabilities, name)}")
-        self.capabilities = dataclasses.replace(self.capabilities, **smaller)
-        self.path: Backend[Any] = self._choose_path()
+        self.capabilities = _capabilities(self.features, limits, smaller)
+        self.path: Backend[Any] = _choose_path(self.device)
         if isinstance(self.path, NativePath) and self.adapter.info["adapter_type"] != "CPU":
             threads = settings()
             self.path.spin_s = threads["spin_us"] * 1e-6
@@ -205,20 +227,6 @@ class Runner:
         self.memory = Memory(self, memory_limit)
         self.transfers = Transfers(self, os.cpu_count() or 1)
         self.programs = Programs(self)
-
-    def _choose_path(self) -> NativePath | PublicPath:
-        wanted = os.environ.get("DMLGPU_RUNNER", "native").strip().lower()
-        if wanted not in ("native", "public"):
-            raise AdapterError(f"DMLGPU_RUNNER is {wanted!r}, but it must be 'native' or 'public'")
-        if wanted == "native":
-            reason = native_unsupported()
-            if reason is None:
-                try:
-                    return NativePath(self.device)
-                except RuntimeError as err:  # no hot loop: no compiler, or it does not match
-                    reason = str(err)
-            warnings.warn(f"dmlgpu: {reason}; using wgpu-py's public objects (slower small calls)", stacklevel=3)
-        return PublicPath(self.device)
 
     @property
     def name(self) -> str:
@@ -276,45 +284,23 @@ class Runner:
             self.memory.take_kept()  # the device's destroy below destroys them all
             self.programs.clear()
             self.transfers.close()
-            if not self.owns_device:  # the caller's device lives on: what we made goes now
-                for buffer in list(self.memory._live):  # (every buffer Memory made and has not destroyed)
-                    buffer.destroy()
-                self.programs.close()
-            self.memory.forget()
+            self.memory.forget(destroy=not self.owns_device)  # (the caller's device lives on)
             if self.owns_device:
                 release_device(self.device)
+            else:
+                self.programs.close()
 
     # ------------------------------------------------------------------ recording and submitting
 
-    def encode(self, steps, clear=None, timestamps=None, copies=(), into=None):
+    def encode(self, steps, clear=None, copies=(), into=None):
         """An encoder (``into``, or a new one) with ``clear`` zeroed, the steps (pipeline, bind
         group, grid), then ``copies`` (src, src offset, dst, dst offset, size) recorded; not
-        finished, and with no pass left open: ``submit`` finishes it.
-
-        ``timestamps`` = (query set, first index): the begin time is written before the
-        clear (or by the first pass) and the end time by the last pass. If recording fails, a
+        finished, and with no pass left open: ``submit`` finishes it. If recording fails, a
         new encoder is dropped; ``into`` is never handed in half-recorded (only copies, which
-        open no pass, are added to one).
-        """
+        open no pass, are added to one)."""
         encoder = into or self.path.encoder()
         try:
-            if timestamps is None:
-                encoder.record(clear, steps)
-                for copy in copies:
-                    encoder.copy(*copy)
-                return encoder
-            queries, first = timestamps
-            if clear:  # an empty pass, so that the clear is inside the timing
-                encoder.stamp(queries, first)
-            for buffer in clear or ():
-                encoder.clear(buffer)
-            for i, (pipeline, bind_group, grid) in enumerate(steps):
-                indices = {}
-                if i == 0 and not clear:
-                    indices["beginning_of_pass_write_index"] = first
-                if i == len(steps) - 1:
-                    indices["end_of_pass_write_index"] = first + 1
-                encoder.dispatch(pipeline, bind_group, grid, {"query_set": queries, **indices} if indices else None)
+            encoder.record(clear, steps)
             for copy in copies:
                 encoder.copy(*copy)
             return encoder
