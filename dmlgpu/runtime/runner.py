@@ -163,15 +163,18 @@ def _choose_path(device) -> NativePath | PublicPath:
 
 
 class _Batch:
-    """Small calls committed together (``Runner.commit``): one submission for all of them."""
+    """Small calls committed together (``Runner.commit``): one submission for all of them. Their
+    threads wait on the batch's own condition (of the runner's lock), so that a batch done
+    wakes its threads alone, and one thread of the next batch to lead it."""
 
-    __slots__ = ("calls", "reads", "done", "error")
+    __slots__ = ("calls", "reads", "done", "error", "turn")
 
-    def __init__(self) -> None:
+    def __init__(self, lock) -> None:
         self.calls: list = []  # DmlCall pointers
         self.reads: list = []  # buffers they map as they are (reads in place)
         self.done = False
         self.error: BaseException | None = None
+        self.turn = threading.Condition(lock)
 
 
 class Runner:
@@ -217,7 +220,7 @@ class Runner:
         self.reading: set = set()
         # small calls committed since the last submission (``commit``), and whether a thread is
         # submitting a batch of them now (then no other submit or queue write may start)
-        self._batch = _Batch()
+        self._batch = _Batch(self.lock)
         self._committing = False
         self.changed = threading.Condition(self.lock)  # mapped, reading or _committing changed
         self._queued = False  # small writes queued since the last submit (``Transfers.write``)
@@ -424,7 +427,7 @@ class Runner:
                 batch.reads.append(reads)
             while not batch.done:
                 if self._committing:
-                    self.changed.wait()
+                    batch.turn.wait()
                 else:
                     self._lead()
         if batch.error is not None:
@@ -436,7 +439,7 @@ class Runner:
         batch); no other submit or queue write starts until it is done. Under the lock."""
         assert isinstance(self.path, NativePath)  # (only the native path commits small calls)
         self._committing = True
-        batch, self._batch = self._batch, _Batch()
+        batch, self._batch = self._batch, _Batch(self.lock)
         remap: list = []
         try:
             self.check()
@@ -462,7 +465,9 @@ class Runner:
         finally:
             batch.done = True
             self._committing = False
-            self.changed.notify_all()
+            batch.turn.notify_all()
+            self._batch.turn.notify()  # one thread of the calls that arrived meanwhile leads them
+            self.changed.notify_all()  # (submits waiting for the batch to go)
 
     def flush(self) -> None:
         """Submit the recorded work."""
