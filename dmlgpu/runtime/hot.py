@@ -76,6 +76,7 @@ int dml_drain(const DmlFns *f, void *buffer, size_t size, void *out, size_t nbyt
 size_t dml_record_calls(const DmlFns *f, void *device, DmlCall *const *calls, size_t n, void **pending,
                         size_t n_pending);
 void dml_submit_calls(const DmlFns *f, void *queue, DmlCall *const *calls, size_t n, void **buffers, size_t count);
+void dml_resume_polls(const DmlFns *f);
 """
 _hot_loaded: list = []  # [(ffi, lib)] once loaded, [None, reason] once it failed
 _copiers: dict = {}  # (pid, helpers, spin_s) -> DmlCopier of this process (hot_copier)

@@ -169,7 +169,12 @@ class NativePath:
         handles = self.hot_ffi.new("void *[]", len(encoders) + 1)
         for i, e in enumerate(encoders):
             handles[i] = e.take()
-        count = self._finish(handles, self.hot.dml_record_calls, self.handle, array, len(array), handles, len(encoders))
+        try:  # (no poll starts from here until the submission's maps are started: _hot.c's DmlPoller)
+            count = self._finish(handles, self.hot.dml_record_calls, self.handle, array, len(array), handles,
+                                 len(encoders))
+        except BaseException:
+            self.hot.dml_resume_polls(self.fns)
+            raise
         self.hot.dml_submit_calls(self.fns, self.queue, array, len(array), handles, count)
 
     def put_passes(self, c, steps, clear=None):
