@@ -464,9 +464,13 @@ DML_EXPORT void dml_resume_polls(const DmlFns *f) {
 
 /* Record the calls into one encoder, after the ``n_pending`` encoders ``pending`` (``pending``
  * has room for one more), and finish them all into command buffers in place (``dml_finish``);
- * their count. Each call in turn: its upload's copy (where its staging is not its input), its
- * clear and passes, its read-back's copy (where its read staging is not its output). What
- * threads commit at once goes to the GPU this way: one encoder, one finish, one submit. */
+ * their count. First every upload's copy (where a call's staging is not its input), then
+ * every call's clear and dispatches in order, the dispatches in one compute pass that only a
+ * clear ends (WebGPU orders the dispatches of a pass, and makes each one's writes visible to
+ * the next), then every read-back's copy (where a call's read staging is not its output).
+ * Moving the copies is safe because a call's staging buffers and a kit's input are its own,
+ * and an output being read is no other call's. What threads commit at once goes to the GPU
+ * this way: one encoder, one pass, one finish, one submit. */
 DML_EXPORT size_t dml_record_calls(const DmlFns *f, H device, DmlCall *const *calls, size_t n, H *pending,
                                    size_t n_pending) {
     if (f->poller) atomic_fetch_add(&f->poller->submitting, 1); /* (until dml_submit_calls, or dml_resume_polls) */
@@ -474,7 +478,24 @@ DML_EXPORT size_t dml_record_calls(const DmlFns *f, H device, DmlCall *const *ca
     for (size_t i = 0; i < n; i++) {
         const DmlCall *c = calls[i];
         if (c->wstaging && c->wstaging != c->input) f->copy_buffer(encoder, c->wstaging, 0, c->input, 0, c->in_size);
-        dml_record(f, device, encoder, c->clear, c->clear_size, c->steps, c->n_steps);
+    }
+    H pass = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const DmlCall *c = calls[i];
+        if (c->clear) {
+            if (pass) { f->end_pass(pass); f->release_pass(pass); pass = NULL; }
+            f->clear_buffer(encoder, c->clear, 0, c->clear_size);
+        }
+        for (size_t k = 0; k < c->n_steps; k++) {
+            if (!pass) pass = f->begin_compute_pass(encoder, f->pass_descriptor);
+            f->set_pipeline(pass, c->steps[k].pipeline);
+            f->set_bind_group(pass, 0, c->steps[k].group, 0, NULL);
+            f->dispatch(pass, c->steps[k].x, c->steps[k].y, c->steps[k].z);
+        }
+    }
+    if (pass) { f->end_pass(pass); f->release_pass(pass); }
+    for (size_t i = 0; i < n; i++) {
+        const DmlCall *c = calls[i];
         if (c->rstaging && c->rstaging != c->output)
             f->copy_buffer(encoder, c->output, c->out_offset, c->rstaging, 0, c->out_size);
     }
