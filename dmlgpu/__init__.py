@@ -15,10 +15,11 @@ from .tensor_desc import TensorDesc, calc_buffer_tensor_size
 from .errors import AdapterError, DataError, DescriptorError, ModelError, DeviceLostError, GPUMemoryError
 from .types import AxisDirection, DataType, FeatureLevel, NanMode, ReduceFunction, TensorFlags
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-_LAZY = {"explain": "explainer", "argmax": "api", "argmin": "api", "hardmax": "api", "Device": "device", "Tensor": "tensor",
-         "CompiledOperator": "operator", "default_device": "device"}
+_LAZY = {"configure": "runtime.hot", "explain": "explainer", "argmax": "api", "argmin": "api", "hardmax": "api",
+         "Device": "device", "Tensor": "tensor", "CompiledOperator": "operator", "default_device": "device",
+         "BufferBinding": "binding", "BindingProperties": "binding", "BindingTable": "binding"}
 
 
 def __getattr__(name):
@@ -33,7 +34,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "argmax", "argmin", "hardmax", "explain", "Device", "Tensor", "CompiledOperator", "default_device",
+    "configure", "argmax", "argmin", "hardmax", "explain", "Device", "Tensor", "CompiledOperator", "default_device",
+    "BufferBinding", "BindingProperties", "BindingTable",
     "TensorDesc", "ArgMaxOperatorDesc", "ArgMinOperatorDesc", "ActivationHardmax1OperatorDesc",
     "ActivationHardmaxOperatorDesc", "ReduceOperatorDesc", "calc_buffer_tensor_size", "operator_from_json",
     "DataType", "AxisDirection", "TensorFlags", "ReduceFunction", "FeatureLevel", "NanMode",

@@ -229,7 +229,10 @@ def _check_bench(args) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="dmlgpu", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"dmlgpu {__version__}")
     parser.add_argument("--adapter", help="a substring of the adapter's name, or '#N' for the Nth adapter "
                                           "'dmlgpu info' lists (default: DMLGPU_ADAPTER, else the "
                                           "high-performance adapter)")

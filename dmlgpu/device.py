@@ -6,6 +6,11 @@ compiled once); a compiled operator runs on NumPy arrays (upload, dispatch, read
 ``Tensor`` objects (``tensor.py``) that stay on the GPU, so chains of calls do not cross the
 bus each time.
 
+A ``Device`` opens a wgpu device of its own, or runs on one of the caller's
+(``Device.from_wgpu``: DirectML's device made on the application's D3D12 device), whose
+buffers it can then wrap as tensors (``wrap``) and whose command encoders its operators
+record into (``CompiledOperator.record``, ``binding.py``).
+
 Any number of threads may share a ``Device``: what the runner orders is guarded there
 (``runtime/runner.py``); here, each NumPy call takes GPU buffers of its own from a pool, and
 the caches are locked.
@@ -18,6 +23,7 @@ import threading
 import numpy as np
 
 from . import layout
+from .binding import BufferBinding, checked_bindings
 from .caches import LruCache
 from .desc import TensorDesc, lower
 from .errors import GPUMemoryError
@@ -25,6 +31,7 @@ from .operator import CompiledOperator
 from .pieces import buffer_spans
 from .plan import Tuning
 from .runtime.adapters import adapter_summary
+from .runtime.programs import required_limits
 from .runtime.runner import Runner
 from .tensor import Storage, Tensor
 from .types import DEFAULT_FEATURE_LEVEL, FeatureLevel, NanMode
@@ -65,9 +72,35 @@ class Device:
         planner's thresholds and ``smaller`` lowers the adapter's binding and buffer limits
         and the memory it may hold (``"memory"``: bytes): the tests use them to reach every
         kernel, the pieces path and memory exhaustion on small inputs."""
-        self.feature_level = FeatureLevel.parse(feature_level, "feature_level")
+        self._start(Runner(_adapter_spec(adapter, adapter_index), int64=int64, smaller=smaller),
+                    FeatureLevel.parse(feature_level, "feature_level"), tuning)
+
+    @classmethod
+    def from_wgpu(cls, gpu_device, *, feature_level=DEFAULT_FEATURE_LEVEL, tuning: Tuning = Tuning(),
+                  int64: bool | None = None, smaller: dict | None = None) -> "Device":
+        """A device on the caller's own ``wgpu.GPUDevice`` (e.g. ``wgpu.utils.get_default_device()``),
+        as DirectML's IDMLDevice is made on the application's D3D12 device: its queue and
+        buffers are shared with the caller, whose buffers ``wrap`` makes tensors of and whose
+        command encoders the operators ``record`` into.
+
+        The device is used as it is: its limits are checked against what our passes need (an
+        ``AdapterError`` names each one below, e.g. ``max-storage-buffers-per-shader-stage``, or
+        ``max-compute-workgroup-size-x`` below ``tuning.workgroup_size``), and the optional
+        features dmlgpu can use (shader-int64, subgroup, timestamp-query,
+        shader-int64-atomic-all-ops, mappable-primary-buffers) are used only where the caller
+        enabled them; its binding and buffer limits decide where tensors are cut into pieces.
+        ``close()`` gives back dmlgpu's own buffers and pipelines and leaves the caller's device
+        working. ``int64`` and ``smaller`` as for ``Device``."""
+        device = cls.__new__(cls)
+        level = FeatureLevel.parse(feature_level, "feature_level")
+        device._start(Runner(int64=int64, smaller=smaller, device=gpu_device, needs=required_limits(tuning.workgroup_size)),
+                      level, tuning)
+        return device
+
+    def _start(self, runner: Runner, feature_level: FeatureLevel, tuning: Tuning) -> None:
+        self.feature_level = feature_level
         self.tuning = tuning
-        self.runner = Runner(_adapter_spec(adapter, adapter_index), int64=int64, smaller=smaller)
+        self.runner = runner
         self._compiled = LruCache(KEPT_OPERATORS)
         self.by_call = LruCache(KEPT_OPERATORS)  # the NumPy-level API's operators, by call signature
         self._spans = LruCache(KEPT_OPERATORS)  # pieces.buffer_spans by descriptor, for ``empty``
@@ -77,10 +110,28 @@ class Device:
     def name(self) -> str:
         return self.runner.name
 
+    @property
+    def wgpu_device(self):
+        """The ``wgpu.GPUDevice`` this device runs on (the caller's, for ``from_wgpu``): make the
+        buffers and command encoders you bind and record with on it."""
+        return self.runner.device
+
+    @property
+    def owns_wgpu_device(self) -> bool:
+        """False for a device made with ``from_wgpu``: ``close()`` leaves that wgpu device working."""
+        return self.runner.owns_device
+
     def info(self) -> dict:
         """The adapter's name, backend, limits and features, and the features in use."""
         return {**adapter_summary(self.runner.adapter), "features_used": sorted(self.runner.features),
-                "runner_path": self.runner.path.name}
+                "runner_path": self.runner.path.name, "owns_wgpu_device": self.runner.owns_device}
+
+    def flush(self) -> None:
+        """Submit the work dmlgpu has recorded on this device and not yet submitted (``run``s and
+        writes wait for the next read otherwise), so that work the caller submits afterwards on
+        the same wgpu device runs after it. (``CompiledOperator.record`` and ``Tensor.bindings``
+        do this themselves.)"""
+        self.runner.flush()
 
     def compile(self, desc, *, nan_mode="ignore") -> CompiledOperator:
         """The compiled form of an operator descriptor; compiled once per descriptor."""
@@ -137,13 +188,43 @@ class Device:
                 f"after giving back the part allocated, dmlgpu holds {self.runner.memory.held_bytes} bytes") from None
         return Tensor(self, desc, buffers, spans, Storage(self.runner.memory, buffers))
 
+    def wrap(self, buffer, desc: TensorDesc, offset: int = 0, size: int | None = None) -> Tensor:
+        """A ``Tensor`` over the caller's own ``wgpu.GPUBuffer``, from byte ``offset`` (``size``
+        bytes of it; default: the rest of the buffer), laid out as ``desc``: no copy, and the
+        buffer is never freed by dmlgpu (``release()`` only lets go of it). ``op.run``,
+        ``dmlgpu.argmax``, ``tensor.numpy()`` and ``dmlgpu.numpy`` then work on it as on any
+        tensor. The buffer is checked as a binding table checks one (``BindingTable``): of this
+        device's wgpu device, with STORAGE usage, ``offset`` a multiple of the device's
+        ``min_storage_buffer_offset_alignment``, ``size`` at least
+        ``desc.total_tensor_size_in_bytes``. ``buffer`` may also be a ``BufferBinding`` (then
+        ``offset`` and ``size`` are its own), or a list of them for a tensor beyond one buffer
+        of the device (one a buffer of ``pieces.buffer_spans``).
+
+        What the caller records into the buffer must have been submitted before dmlgpu reads
+        it, and dmlgpu's work on it must be flushed (``flush``, ``Tensor.bindings``) before the
+        caller submits work that reads what dmlgpu wrote."""
+        if not isinstance(desc, TensorDesc):
+            raise TypeError(f"desc must be a dmlgpu.TensorDesc, not {type(desc).__name__}")
+        self.runner.check()
+        if not isinstance(buffer, (BufferBinding, list, tuple)):
+            buffer = BufferBinding(buffer, offset, size)
+        elif offset or size is not None:
+            raise ValueError("offset and size are a BufferBinding's own when buffer is one (or a list of them)")
+        spans = buffer_spans(desc, self.runner.capabilities)
+        bindings = checked_bindings("buffer", buffer, desc, spans, self)
+        return Tensor(self, desc, [b.buffer for b in bindings], spans, None,
+                      (tuple(b.offset for b in bindings), tuple(b.size for b in bindings)))
+
     def close(self) -> None:
         """Give back every GPU buffer, pipeline and thread this device holds (the memory of its
         tensors too); using the device or its tensors afterwards raises ``DeviceLostError``.
-        Idempotent."""
+        On a device made with ``from_wgpu`` the wgpu device is left working, and so are the
+        caller's buffers (wrapped tensors only let go of them); work the caller recorded with
+        ``record`` must be submitted before, since it uses dmlgpu's buffers. Idempotent."""
         # the caches refer back to this device: cleared, nothing keeps it alive
         self._compiled.clear()
         self.by_call.clear()
+        self._spans.clear()
         self.runner.close()
 
     def __enter__(self) -> "Device":
@@ -153,7 +234,9 @@ class Device:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Device({self.name!r}, backend={self.runner.backend!r}, feature_level={self.feature_level.value!r})"
+        borrowed = "" if self.runner.owns_device else ", on the caller's wgpu device"
+        return (f"Device({self.name!r}, backend={self.runner.backend!r}, "
+                f"feature_level={self.feature_level.value!r}{borrowed})")
 
 
 _default: Device | None = None

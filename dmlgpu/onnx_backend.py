@@ -320,6 +320,14 @@ class DmlBackendRep(BackendRep):
         # an initializer that is also a graph input may be fed in its place, with the input's type and shape
         self._overridable = {vi.name: (vi.type.tensor_type.elem_type, _shape_of(vi))
                              for vi in model.graph.input if vi.name in self._initializers}
+        # What each run needs, found once: the declared NumPy type and shape of every input that
+        # may be fed; the steps whose output no later step reads (they may run NumPy in, NumPy
+        # out, with no tensor uploaded); each step's axes and result shape by input shape.
+        self._declared = {name: (helper.tensor_dtype_to_np_dtype(elem), shape) for name, (elem, shape) in
+                          ({name: (elem, shape) for name, elem, shape in self._feeds} | self._overridable).items()}
+        read = {step.input for step in self._steps}
+        self._to_host = [step.output not in read for step in self._steps]
+        self._shapes: dict = {}
 
     @property
     def device(self) -> Device:
@@ -330,8 +338,11 @@ class DmlBackendRep(BackendRep):
         values = {name: _Value(a, a.shape) for name, a in self._initializers.items()}
         values.update(self._fed(inputs))
         device = self.device
-        for step in self._steps:
-            values[step.output] = self._run_step(step, values[step.input].on_gpu(device))
+        for step, to_host in zip(self._steps, self._to_host):
+            x = values[step.input]
+            if not (to_host and isinstance(x.data, np.ndarray)):  # (a value later steps read stays on the GPU)
+                x = values[step.input] = x.on_gpu(device)
+            values[step.output] = self._run_step(step, x, device)
         return [values[name].numpy() for name in self._outputs]
 
     def _fed(self, inputs) -> dict[str, _Value]:
@@ -359,11 +370,11 @@ class DmlBackendRep(BackendRep):
         if missing:
             raise ValueError(f"input {missing[0]!r} is missing; the graph's inputs are {self.input_names}")
         fed = {}
-        declared = {name: (elem, shape) for name, elem, shape in self._feeds} | self._overridable
         for name, a in given.items():
-            elem, shape = declared[name]
+            dtype, shape = self._declared[name]
             array = _as_array(a, f"input {name!r}")
-            if array.dtype != helper.tensor_dtype_to_np_dtype(elem):
+            if array.dtype != dtype:
+                elem = next((e for n, e, _ in self._feeds if n == name), None) or self._overridable[name][0]
                 raise DataError(f"input {name!r} has dtype {array.dtype}, but the graph declares {_type_name(elem)}")
             if shape is not None and (len(shape) != array.ndim
                                       or any(d is not None and d != n for d, n in zip(shape, array.shape))):
@@ -371,14 +382,27 @@ class DmlBackendRep(BackendRep):
             fed[name] = _Value(array, array.shape)
         return fed
 
-    def _run_step(self, step: _Step, x: _Value) -> _Value:
-        rank = len(x.shape)
-        if not 1 <= rank <= MAX_RANK:
-            raise DataError(f"{step.name}: its input has {rank} dimensions, but DirectML's tensors have 1 to {MAX_RANK}")
-        axes = _axes_for(step.op_type, step.attrs, rank, step.coerced_2d, step.name)
+    def _axes_and_shape(self, step: _Step, x: _Value) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The step's reduced axes and result shape on an input of ``x``'s shape, found once."""
+        key = (step.name, x.shape)
+        found = self._shapes.get(key)
+        if found is None:
+            rank = len(x.shape)
+            if not 1 <= rank <= MAX_RANK:
+                raise DataError(f"{step.name}: its input has {rank} dimensions, but DirectML's tensors have 1 to "
+                                f"{MAX_RANK}")
+            axes = _axes_for(step.op_type, step.attrs, rank, step.coerced_2d, step.name)
+            shape = x.shape if step.op_type == "Hardmax" else result_shape(x.shape, axes, step.attrs.get("keepdims", 1))
+            found = self._shapes[key] = (axes, shape)
+        return found
+
+    def _run_step(self, step: _Step, x: _Value, device: Device) -> _Value:
+        """The step on ``x``: a NumPy array (then NumPy comes back) or a tensor (a tensor)."""
+        axes, shape = self._axes_and_shape(step, x)
         if step.op_type == "Hardmax":
+            if not axes and isinstance(x.data, np.ndarray):
+                x = x.on_gpu(device)
             return _Value(self._hardmax(x, axes), x.shape)
-        shape = result_shape(x.shape, axes, step.attrs.get("keepdims", 1))
         if x.size == 0:
             if any(x.shape[a] == 0 for a in axes):
                 raise DataError(f"{step.name}: its input has shape {x.shape}; an arg-reduction over an axis "
@@ -386,14 +410,17 @@ class DmlBackendRep(BackendRep):
             return _Value(np.empty(shape, np.int64), shape)
         op: Callable = api.argmax if step.op_type == "ArgMax" else api.argmin
         direction = "decreasing" if step.attrs.get("select_last_index", 0) else "increasing"
-        result = op(x.data, axes, axis_direction=direction, output_data_type="int64", nan_mode=self.nan_mode)
+        result = op(x.data, axes, axis_direction=direction, output_data_type="int64", nan_mode=self.nan_mode,
+                    device=device)
+        if isinstance(result, np.ndarray):
+            return _Value(result.reshape(shape), shape)
         return _Value(result.with_sizes(shape or (1,)), shape)
 
     def _hardmax(self, x: _Value, axes: tuple[int, ...]):
         if x.size == 0:
             return x.data
         if axes:
-            return api.hardmax(x.data, axes, nan_mode=self.nan_mode)
+            return api.hardmax(x.data, axes, nan_mode=self.nan_mode, device=self.device)
         # opsets 1-12 with axis == rank: every element is its own row, so every one is 1
         t = x.data
         ones = api.hardmax(t.with_sizes(t.shape + (1,)), (len(t.shape),), nan_mode=self.nan_mode)

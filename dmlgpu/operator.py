@@ -2,7 +2,9 @@
 
 Owns the operator's program (its schedule's passes compiled, bound to buffers once per pair
 of buffer sets), resident calls (``run``), NumPy calls (small ones through a kit of their own,
-large ones streamed piece by piece as they cross the bus).
+large ones streamed piece by piece as they cross the bus), and DirectML's binding model on
+the caller's buffers and encoder (``binding_properties``, ``binding_table``, ``record``:
+``binding.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import layout
+from .binding import BindingProperties, BindingTable, bases, check_apart, checked_bindings, clears, named, tensor_needs
 from .caches import LruCache
 from .desc import TensorDesc, lower
 from .errors import DataError
@@ -21,6 +24,7 @@ from .plan import Plan
 from .runtime.interrupts import interrupts_held
 from .runtime.kits import IN_PLACE_OUTPUT_MAX, Kit
 from .runtime.native import Steps
+from .runtime.recorder import check_encoder, clear_now, record
 from .runtime.runner import Runner
 from .tensor import Tensor, check_layout
 from .types import NanMode
@@ -45,7 +49,7 @@ class Program:
         self.sources: list[str] = []
         # per piece: its window of the input and output (None: the scratch), and its passes
         self.pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in sched.pieces]
-        scratch = max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])
+        scratch = self.scratch_bytes = max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])
         self.scratch = runner.memory.storage(scratch) if scratch else None
         # Words a racing plan's first pass keeps between dispatches (zeroed here, since a
         # pooled buffer holds what it held; each dispatch leaves them zero): binding 3.
@@ -53,10 +57,11 @@ class Program:
         self.race = runner.memory.storage(race) if race else None
         if self.race is not None:
             runner.transfers.write(self.race, np.zeros(race, np.uint8))
-        self._steps = LruCache(8)  # by the buffers bound: (input buffers, output buffers)
+        # by the buffers bound: their tensors' buffers and ranges, or a binding table's bases
+        self._steps = LruCache(8)
 
     def _passes(self, p: Plan) -> list:
-        """(pipeline, parameters, grid, reads partial pairs, writes partial pairs, races) per pass."""
+        """(pipeline, WGSL, parameters, grid, reads partial pairs, writes partial pairs, races) per pass."""
         runner = self.runner
         sources = shader_sources(p)
         self.sources += sources
@@ -65,8 +70,8 @@ class Program:
         for i, (source, grid) in enumerate(zip(sources, grids)):
             merging = not p.kernel or i == 1
             writes_pairs = not merging and (p.partials_only or (p.split > 1 and not p.race))
-            passes.append((runner.programs.pipeline(source), runner.programs.uniform(params_words(p, grid, merging)), grid,
-                           merging, writes_pairs, p.race and not merging))
+            passes.append((runner.programs.pipeline(source), source, runner.programs.uniform(params_words(p, grid, merging)),
+                           grid, merging, writes_pairs, p.race and not merging))
         return passes
 
     def steps(self, input: Tensor, output: Tensor) -> list:
@@ -74,36 +79,57 @@ class Program:
         pairs between a first pass and its merge): a list of step lists, made once per pair
         of buffer sets (a buffer object is never reused for other memory, so a cached bind
         group never points at a stranger's buffer)."""
-        return self._bound(input, output)[0]
+        return self._tensors_bound(input, output)[0]
 
     def flat_steps(self, input: Tensor, output: Tensor) -> Steps:
         """Every piece's steps in one list, made once like ``steps`` (a ``Steps`` list keeps the
         C form the native path records from)."""
-        return self._bound(input, output)[1]
+        return self._tensors_bound(input, output)[1]
 
-    def _bound(self, input: Tensor, output: Tensor) -> tuple:
-        key = (tuple(input._buffers), tuple(output._buffers))
+    def _tensors_bound(self, input: Tensor, output: Tensor) -> tuple:
+        key = (tuple(input._buffers), input._where, tuple(output._buffers), output._where)
         bound = self._steps.get(key)
         if bound is None:
-            by_piece = self._bind(input, output)
+            bound = self.bound(_tensor_bases(input, False), _tensor_bases(output, True), key=key)
+        return bound
+
+    def bound(self, inputs: tuple, outputs: tuple, temporary: tuple | None = None, key=None) -> tuple:
+        """(steps by piece, ``Steps``) of the passes bound to windows of ``inputs`` and
+        ``outputs`` ((buffer, offset, end) a buffer: ``binding.bases``) and, between a first
+        pass and its merge, the window ``temporary`` ((buffer, offset, size); None: our
+        scratch); made once per ``key`` (default: all of these)."""
+        key = (inputs, outputs, temporary) if key is None else key
+        bound = self._steps.get(key)
+        if bound is None:
+            by_piece = self._bind(inputs, outputs, temporary)
             flat = Steps(s for piece in by_piece for s in piece)
-            flat.buffers = frozenset(key[0] + key[1])  # what a submit checks against mapped buffers
+            flat.buffers = frozenset(b[0] for b in inputs + outputs)  # what a submit checks against mapped buffers
             bound = self._steps[key] = (by_piece, flat)
         return bound
 
-    def _bind(self, input: Tensor, output: Tensor) -> list:
-        bind = self.runner.programs.bind
-        scratch = (self.scratch, 0, self.scratch.size) if self.scratch else None
+    def _bind(self, inputs: tuple, outputs: tuple, temporary: tuple | None) -> list:
+        programs = self.runner.programs
+        scratch = temporary or ((self.scratch, 0, self.scratch.size) if self.scratch else None)
 
-        def window(tensor: Tensor, w):
-            return scratch if w is None else (tensor._buffers[w.buffer], w.offset, w.size)
+        def window(bases: tuple, w):
+            if w is None:
+                return scratch
+            buffer, base, end = bases[w.buffer]
+            start = base + w.offset
+            return buffer, start, min(w.size, end - start)
 
         by_piece = []
         for in_window, out_window, passes in self.pieces:
-            src, dst = window(input, in_window), window(output, out_window)
-            by_piece.append([(pipeline, bind(params, scratch if merging else src, scratch if writes_pairs else dst,
-                                             self.race if races else None), grid)
-                             for pipeline, params, grid, merging, writes_pairs, races in passes])
+            src, dst = window(inputs, in_window), window(outputs, out_window)
+            steps = []
+            for pipeline, source, params, grid, merging, writes_pairs, races in passes:
+                read, written = scratch if merging else src, scratch if writes_pairs else dst
+                # one buffer read and written (programs.py says how)
+                shared = read is not None and written is not None and read[0] is written[0]
+                if shared:
+                    pipeline = programs.pipeline(source, shared=True)
+                steps.append((pipeline, programs.bind(params, read, written, self.race if races else None, shared), grid))
+            by_piece.append(steps)
         return by_piece
 
     def release(self) -> None:
@@ -111,6 +137,13 @@ class Program:
             if getattr(self, kept) is not None:
                 self.runner.memory.free(getattr(self, kept))
                 setattr(self, kept, None)
+
+
+def _tensor_bases(tensor: Tensor, output: bool) -> tuple:
+    """(buffer, offset, end) of each of a tensor's buffers, as ``binding.bases`` gives them."""
+    if tensor._where is None:
+        return tuple((buffer, 0, buffer.size) for buffer in tensor._buffers)
+    return bases(tensor._bindings(), output)
 
 
 class CompiledOperator:
@@ -132,11 +165,12 @@ class CompiledOperator:
         # the bytes it reads, the output's buffer spans.
         self._clears = self.plan.clears_output
         self._reads = self.input_desc.total_tensor_size_in_bytes
-        self._output_spans = buffer_spans(self.output_desc, runner.capabilities)
+        self.input_spans = buffer_spans(self.input_desc, runner.capabilities)
+        self.output_spans = buffer_spans(self.output_desc, runner.capabilities)
         # a small output written with plain stores goes in mappable memory, read with no copy
         # (IN_PLACE_OUTPUT_MAX)
-        self._output_in_place = runner.in_place and self.plan.op != "hardmax" and len(self._output_spans) == 1 \
-            and self._output_spans[0][1] <= IN_PLACE_OUTPUT_MAX
+        self._output_in_place = runner.in_place and self.plan.op != "hardmax" and len(self.output_spans) == 1 \
+            and self.output_spans[0][1] <= IN_PLACE_OUTPUT_MAX
         self.sources: list[str] = self._program.sources
         self._streamed_program: Program | None = None
         self._own_layouts = LruCache(16)  # array layouts checked to be the input descriptor's
@@ -148,17 +182,75 @@ class CompiledOperator:
     def _clear(self, output: Tensor):
         return output._buffers if self._clears else None
 
+    @property
+    def binding_properties(self) -> BindingProperties:
+        """DirectML's ``GetBindingProperties``: the bytes of the temporary resource a recorded
+        dispatch needs bound (the scratch of a split's partial pairs; 0 where it has none) and of
+        the persistent resource (0)."""
+        return BindingProperties(self._program.scratch_bytes, 0)
+
+    def binding_table(self, input=None, output=None, temporary=None, persistent=None) -> BindingTable:
+        """A ``BindingTable`` for this operator (DirectML's ``CreateBindingTable``), with what is
+        given bound: each a ``BufferBinding``, a ``wgpu.GPUBuffer`` (all of it) or a ``Tensor``.
+        Each binding is checked as it is bound, and with both input and output given the table
+        is validated as a whole at once (``BindingTable.validate``)."""
+        table = BindingTable(self)
+        table.bind_inputs(input)
+        table.bind_outputs(output)
+        table.bind_temporary_resource(temporary)
+        table.bind_persistent_resource(persistent)
+        if input is not None and output is not None:
+            table.validate()
+        return table
+
+    def record(self, encoder, table: BindingTable) -> None:
+        """Record this operator's dispatch on the table's buffers into the caller's
+        ``wgpu.GPUCommandEncoder`` (DirectML's ``IDMLCommandRecorder::RecordDispatch``): its
+        passes (a compute pass each) and, for HARDMAX, a ``clear_buffer`` of the output's bytes
+        first. Nothing is submitted: the results are in the output buffer once the caller's
+        submit of the encoder has completed; passes the caller records before and after run
+        in order with them. The table is validated first, so a bad one records nothing.
+        Work dmlgpu itself recorded on the device and has not submitted (``run``, writes) is
+        submitted now, so that it runs before the encoder. Bind groups over the table's
+        buffers are made on the first record and kept (by buffer, offset and size)."""
+        if not isinstance(table, BindingTable):
+            raise TypeError(f"table must be a dmlgpu.BindingTable (op.binding_table(...)), not {type(table).__name__}")
+        if table.operator is not self:
+            raise DataError("table was made for another operator; make one with this operator's binding_table()")
+        runner = self.device.runner
+        runner.check()
+        check_encoder(encoder, runner.device)
+        inputs, outputs, temporary, output_clears = table.validate()
+        steps = self._program.bound(inputs, outputs, temporary)[1]
+        runner.flush()
+        record(encoder, output_clears if self._clears else (), steps)
+
+    def _check_wrapped(self, input: Tensor, output: Tensor) -> None:
+        """A tensor over the caller's buffers (``Device.wrap``) as an input must hold its last
+        quad, and input and output must lie apart: as a binding table checks them."""
+        ins, outs = input._bindings(), output._bindings()
+        if input._where is not None:
+            checked_bindings("input", ins, self.input_desc, self.input_spans, self.device, reads=True)
+        check_apart(named("input", ins, tensor_needs(self.input_desc, self.input_spans))
+                    + named("output", outs, tensor_needs(self.output_desc, self.output_spans)))
+
     def run(self, input: Tensor, output: Tensor | None = None) -> Tensor:
         """Dispatch on GPU-resident tensors; returns the output tensor (new if not given)."""
         check_layout(input, self.input_desc, "input")
         if input.device is not self.device:
             raise DataError(f"input is on {input.device!r}, but the operator was compiled for {self.device!r}")
         if output is None:
-            output = self.device.empty(self.output_desc, self._output_spans, readable=self._output_in_place)
+            output = self.device.empty(self.output_desc, self.output_spans, readable=self._output_in_place)
         else:
             check_layout(output, self.output_desc, "output")
+        clear = self._clear(output)
+        if input._where is not None or output._where is not None:
+            self._check_wrapped(input, output)
+            if clear and output._where is not None:  # only the tensor's bytes of the caller's buffer
+                clear_now(self.device.runner, clears(output._bindings(), tensor_needs(self.output_desc, self.output_spans)))
+                clear = None
         steps = self._program.flat_steps(input, output)
-        self.device.runner.dispatch(steps, clear=self._clear(output), reads=self._reads)
+        self.device.runner.dispatch(steps, clear=clear, reads=self._reads)
         return output
 
     def passes(self, input: Tensor, output: Tensor) -> tuple[Steps, list | None]:
@@ -229,7 +321,7 @@ class CompiledOperator:
         """A kit for ``_small``'s hot call (``Kit.make``, which makes its buffers and
         has the passes bound to them here), or None where there is none (the public path, an
         output that is not one packed buffer, an input in several buffers)."""
-        single = len(buffer_spans(self.input_desc, self.device.runner.capabilities)) == len(self._output_spans) == 1
+        single = len(self.input_spans) == len(self.output_spans) == 1
         kit = None
         if self.output_desc.strides is None and single:
             def bind(input_buffer, output_buffer) -> Steps:

@@ -1,8 +1,9 @@
 """``Tensor``: a tensor resident on a device, held in one or more GPU buffers.
 
-Owns the tensor's descriptor and buffers, its reads and writes (through the device's runner)
-and its NumPy protocols; and ``check_layout``, which says whether a tensor may stand for a
-descriptor an operator was compiled for.
+Owns the tensor's descriptor and buffers (its own, or ranges of the caller's: ``Device.wrap``),
+its reads and writes (through the device's runner), its buffers as bindings for the caller's
+own passes (``bindings``) and its NumPy protocols; and ``check_layout``, which says whether a
+tensor may stand for a descriptor an operator was compiled for.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from . import layout
 from .axes import NOVALUE, nan_rule, normalize_axis, result_shape, truth
+from .binding import BufferBinding, tensor_needs
 from .desc import operator_for
 from .errors import DataError
 from .pieces import buffer_spans
@@ -59,16 +61,20 @@ class Tensor:
     grid (``pieces.buffer_grid``); most tensors have one. Its memory goes back to the
     device's pool when it (and every view of it) is collected, as ``release()`` gives it back
     at once; a tensor made over buffers it does not own (``storage`` None) never frees them.
+    A tensor over the caller's buffers (``Device.wrap``) starts at an offset in each.
     """
 
     def __init__(self, device: "Device", desc: TensorDesc, buffers: list, spans: list | None = None,
-                 storage: Storage | None = None):
+                 storage: Storage | None = None, where: tuple | None = None):
         """``buffers``: the buffers holding its memory (``storage.buffers`` where it owns them,
-        through ``storage``, alone or with views of it)."""
+        through ``storage``, alone or with views of it). ``where``: (offsets, sizes), the byte
+        range of each buffer that holds the tensor's part, for ranges of the caller's buffers;
+        None: each from its start, the buffers dmlgpu made for it."""
         self.device = device
         self.desc = desc
         self._buffers = buffers
         self._storage = storage
+        self._where = where
         # (first byte, bytes) of the tensor's memory that each buffer holds: pieces.buffer_spans
         self._spans = spans or [(0, desc.total_tensor_size_in_bytes)]
 
@@ -79,6 +85,31 @@ class Tensor:
     @property
     def dtype(self) -> np.dtype:
         return self.desc.data_type.numpy
+
+    @property
+    def _offsets(self) -> tuple[int, ...]:
+        """The byte offset in each buffer at which the tensor's part starts."""
+        return self._where[0] if self._where is not None else (0,) * len(self._buffers)
+
+    def _bindings(self) -> list[BufferBinding]:
+        """Each buffer's range that holds the tensor (its part's bytes, in whole words, for the
+        buffers dmlgpu made), flushing nothing."""
+        if self._where is not None:
+            return [BufferBinding(b, o, n) for b, o, n in zip(self._buffers, *self._where)]
+        needs = tensor_needs(self.desc, self._spans)
+        return [BufferBinding(b, 0, (n + 3) & ~3) for b, n in zip(self._buffers, needs)]
+
+    @property
+    def bindings(self) -> list[BufferBinding]:
+        """The tensor's ``wgpu.GPUBuffer`` ranges, as ``BufferBinding`` (one, or one a buffer for a
+        tensor beyond one buffer), for the caller's own passes or a binding table. Reading it
+        submits the work dmlgpu has recorded on the device (``Device.flush``), so that passes
+        the caller submits afterwards see the tensor's contents; what they write must be
+        submitted before dmlgpu reads the tensor. The buffers stay the tensor's: valid while
+        it (or a view of it) lives and is not released."""
+        self._alive()
+        self.device.runner.flush()
+        return self._bindings()
 
     @property
     def _buffer(self):
@@ -98,33 +129,35 @@ class Tensor:
 
         ``on_chunk(buffer index, bytes of it written so far)``: see ``Transfers.upload``."""
         self._alive()
+        offsets = self._offsets
         if isinstance(data, layout.Gather):
             if len(self._buffers) == 1:
-                self.device.runner.transfers.upload(self._buffers[0], data, on_chunk=on_chunk and
+                self.device.runner.transfers.upload(self._buffers[0], data, offsets[0], on_chunk=on_chunk and
                                                     functools.partial(on_chunk, 0))
                 return
             data = np.ascontiguousarray(data.x)  # a tensor in several buffers: packed first
         raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
-        for k, (buffer, (first, nbytes)) in enumerate(zip(self._buffers, self._spans)):
+        for k, (buffer, offset, (first, nbytes)) in enumerate(zip(self._buffers, offsets, self._spans)):
             part = raw[first:first + nbytes]
             if on_chunk is None:
-                self.device.runner.transfers.write(buffer, part)
+                self.device.runner.transfers.write(buffer, part, offset)
             else:
-                self.device.runner.transfers.upload(buffer, part, on_chunk=functools.partial(on_chunk, k))
+                self.device.runner.transfers.upload(buffer, part, offset, on_chunk=functools.partial(on_chunk, k))
 
     def numpy(self) -> np.ndarray:
         """Read the tensor back into a NumPy array that owns its memory."""
         self._alive()
         runner = self.device.runner
         desc = self.desc
+        offsets = self._offsets
         if desc.strides is None and len(self._buffers) == 1:  # packed: its bytes are the array
             out = np.empty(desc.sizes, desc.data_type.numpy)
-            runner.transfers.read_into(self._buffers[0], out.reshape(-1).view(np.uint8))
+            runner.transfers.read_into(self._buffers[0], out.reshape(-1).view(np.uint8), offsets[0])
             return out
         raw = np.empty(desc.total_tensor_size_in_bytes, np.uint8)
-        for buffer, (first, nbytes) in zip(self._buffers, self._spans):
+        for buffer, offset, (first, nbytes) in zip(self._buffers, offsets, self._spans):
             size = min(nbytes, raw.size - first)
-            runner.transfers.read_into(buffer, raw[first:first + size])
+            runner.transfers.read_into(buffer, raw[first:first + size], offset)
         return np.array(layout.view(desc, raw))
 
     def release(self) -> None:
@@ -153,7 +186,7 @@ class Tensor:
         if spans != self._spans:
             raise DataError(f"a tensor of sizes {list(desc.sizes)} held in {len(self._spans)} buffers cannot be "
                             f"seen as sizes {list(sizes)}: its buffers would split differently")
-        return Tensor(self.device, view, self._buffers, spans, self._storage)
+        return Tensor(self.device, view, self._buffers, spans, self._storage, self._where)
 
     def numpy_arg(self, op: str, axis=None, out=None, keepdims=NOVALUE) -> "Tensor":
         """``numpy.argmax`` / ``argmin`` (``op``) of this tensor with NumPy's arguments and
@@ -210,6 +243,9 @@ class Tensor:
 
     def __repr__(self) -> str:
         state = "" if self._buffers else ", released"
+        if self._where is not None:
+            state += f", over the caller's buffer at offset {self._where[0][0]}" if len(self._buffers) == 1 else \
+                ", over the caller's buffers"
         return f"Tensor({self.desc.data_type.name}, sizes={list(self.desc.sizes)}, device={self.device.name!r}{state})"
 
 
@@ -262,7 +298,7 @@ def check_layout(tensor: Tensor, desc: TensorDesc, field: str) -> None:
             raise DataError(
                 f"{field}.{name} is {getattr(mine, name)}, but the operator was compiled for {getattr(theirs, name)}"
             )
-    held = sum(buffer.size for buffer in tensor._buffers)
+    held = sum(tensor._where[1]) if tensor._where is not None else sum(buffer.size for buffer in tensor._buffers)
     if held < theirs.total_tensor_size_in_bytes:
         raise DataError(
             f"{field} holds {held} bytes, but the operator's total_tensor_size_in_bytes "

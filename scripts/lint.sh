@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
-.venv/bin/ruff check dmlgpu tests benchmarks
+.venv/bin/ruff check dmlgpu tests benchmarks examples
 .venv/bin/mypy

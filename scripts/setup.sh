@@ -11,8 +11,9 @@ if [ "$(uname -s)" = Linux ] && ! compgen -G '/usr/share/vulkan/icd.d/*.json' >/
     && ! compgen -G '/etc/vulkan/icd.d/*.json' >/dev/null; then
   pkgs="$pkgs mesa-vulkan-drivers libvulkan1"
 fi
-# A C compiler for the native path's hot loop (dmlgpu/runtime/_hot.c, compiled on first use); without
-# one dmlgpu falls back to the public path, and the tests that pin the native path fail.
+# A C compiler for the native path's hot loop (dmlgpu/runtime/_hot.c, compiled by setup.py when
+# the checkout is installed; a wheel carries it compiled); without one the install still works
+# and dmlgpu takes the public path.
 if [ "$(uname -s)" = Linux ] && ! command -v cc >/dev/null && ! command -v gcc >/dev/null \
     && ! command -v clang >/dev/null; then
   pkgs="$pkgs gcc libc6-dev"
@@ -39,20 +40,22 @@ else
   python3 -m venv --clear .venv
 fi
 
-# 3. Editable install, skipped when pyproject.toml is unchanged since the last successful
-#    install and .venv still holds an editable dmlgpu pointing at this checkout.
+# 3. Editable install (setup.py builds the hot loop, dmlgpu/runtime/_hot.so, in place), skipped
+#    when pyproject.toml, setup.py and _hot.c are unchanged since the last successful install
+#    and .venv still holds an editable dmlgpu pointing at this checkout.
 stamp=.venv/.dmlgpu-install-stamp
-want="$(.venv/bin/python -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' pyproject.toml)"
-if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && .venv/bin/python -I - "$(pwd -P)" <<'EOF' 2>/dev/null
+want="$(.venv/bin/python -c 'import hashlib,sys; print(hashlib.sha256(b"".join(open(f,"rb").read() for f in sys.argv[1:])).hexdigest())' pyproject.toml setup.py dmlgpu/runtime/_hot.c)"
+built() { [ -e dmlgpu/runtime/_hot.so ] || [ -e dmlgpu/runtime/_hot_missing.txt ]; }
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && built && .venv/bin/python -I - "$(pwd -P)" <<'EOF' 2>/dev/null
 import importlib.metadata as m, json, pathlib, sys
 d = json.loads(m.distribution("dmlgpu").read_text("direct_url.json") or "{}")
 sys.exit(not (d.get("dir_info", {}).get("editable") and d.get("url") == pathlib.Path(sys.argv[1]).as_uri()))
 EOF
 then
-  echo "[setup] install: up to date (pyproject.toml unchanged)"
+  echo "[setup] install: up to date (pyproject.toml, setup.py and _hot.c unchanged)"
 else
-  echo "[setup] install: pip install -e .[test,lint,docs]"
+  echo "[setup] install: pip install -e .[test,lint,docs,release]"
   rm -f "$stamp"
-  .venv/bin/python -m pip install -q -e ".[test,lint,docs]"
+  .venv/bin/python -m pip install -q -e ".[test,lint,docs,release]"
   echo "$want" >"$stamp"
 fi

@@ -42,6 +42,10 @@ PURE_ROOMS = ("desc", "tensor_desc", "axes", "types", "errors", "layout", "plan"
 RUNTIME_MAY_IMPORT = {"dmlgpu.errors", "dmlgpu.plan"}
 
 
+#: Files of the repository's root the page may name (they are not modules of the package).
+ROOT_FILES = ("setup.py", "pyproject.toml")
+
+
 def named_files(text: str) -> set[pathlib.Path]:
     """Every file path the text names, resolved against the repository."""
     found = set()
@@ -50,7 +54,7 @@ def named_files(text: str) -> set[pathlib.Path]:
         first = name.split("/")[0]
         if name.endswith(".wgsl") and "/" not in name:
             found.add(ROOT / "shaders" / name)
-        elif first in ROOT_FOLDERS:
+        elif first in ROOT_FOLDERS or name in ROOT_FILES:
             found.add(ROOT / name)
         else:
             found.add(PACKAGE / name)

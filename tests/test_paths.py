@@ -20,7 +20,7 @@ def test_installed_wgpu_is_one_the_native_path_knows():
 
 
 def test_the_switch_picks_the_path(device):
-    wanted = os.environ.get("DMLGPU_RUNNER", "native")
+    wanted = os.environ.get("DMLGPU_RUNNER") or ("native" if hot.library_path()[0] else "public")
     assert device.runner.path.name == wanted
     assert device.info()["runner_path"] == wanted
 
@@ -85,11 +85,13 @@ def test_a_read_back_shares_the_command_buffer_of_work_recorded_before_it(device
         t.release()
 
 
-def test_a_dispatch_is_recorded_at_its_submit_and_with_the_read_after_it(device, monkeypatch):
-    """Native path: a dispatch stays its steps until the submit. One dispatch then a read are
-    recorded by one C call (no ``Deferred.take``); several, or one then other work, each
-    record on their own, in order. The read's ``DmlCall`` forgets the steps it ran: a later
-    read through the same staging only copies (it would otherwise run them again)."""
+def test_dispatches_are_recorded_at_their_submit_with_the_read_after_them(device, monkeypatch):
+    """Native path: a dispatch stays its steps until the submit. The dispatches after the
+    last other pending work are recorded by the one C call that records the read (or the
+    calls committed with it, ``Runner.commit``), in one encoder and in order, with no
+    ``Deferred.take``; those before other work (a staged upload's copy) are taken on their
+    own. A read's ``DmlCall`` carries no steps: a later read through the same staging only
+    copies."""
     import numpy as np
 
     from dmlgpu import oracle
@@ -106,43 +108,65 @@ def test_a_dispatch_is_recorded_at_its_submit_and_with_the_read_after_it(device,
     take = native.Deferred.take
     monkeypatch.setattr(native.Deferred, "take", lambda self: taken.append(self) or take(self))
     one = dmlgpu.argmax(tensors[0], 1)
-    assert np.array_equal(one.numpy(), oracle.argmax(xs[0], 1)) and taken == []  # fused
+    assert np.array_equal(one.numpy(), oracle.argmax(xs[0], 1)) and taken == []
     one.write(np.zeros(4, np.uint32))
-    assert one.numpy().ravel().tolist() == [0, 0, 0, 0]  # the staging's call copies only now
+    assert one.numpy().ravel().tolist() == [0, 0, 0, 0]  # the staging's call copies only
     two = [dmlgpu.argmin(t, 1) for t in tensors]
-    clear = dmlgpu.hardmax(tensors[1], 1)  # a clear in the same submit
-    assert np.array_equal(two[1].numpy(), oracle.argmin(xs[1], 1)) and len(taken) == 3
+    clear = dmlgpu.hardmax(tensors[1], 1)  # a clear in the same encoder
+    assert len(device.runner._pending) == 3
+    assert np.array_equal(two[1].numpy(), oracle.argmin(xs[1], 1)) and taken == []
     assert np.array_equal(two[0].numpy(), oracle.argmin(xs[0], 1))
     assert np.array_equal(clear.numpy(), oracle.hardmax(xs[1], 1))
-    last = dmlgpu.hardmax(tensors[0], 1)  # fused with its clear
-    assert np.array_equal(last.numpy(), oracle.hardmax(xs[0], 1)) and len(taken) == 3
-    for t in tensors + [one, *two, clear, last]:
+    before = dmlgpu.argmax(tensors[1], 1)
+    big = device.upload(rng.standard_normal(1 << 16).astype(np.float32))  # staged: a copy's encoder
+    assert type(device.runner._pending[-1]) is not native.Deferred
+    after = dmlgpu.hardmax(tensors[0], 1)
+    assert np.array_equal(after.numpy(), oracle.hardmax(xs[0], 1)) and len(taken) == 1  # (before's)
+    assert np.array_equal(before.numpy(), oracle.argmax(xs[1], 1))
+    for t in tensors + [one, *two, clear, before, after, big]:
         t.release()
 
 
 # --- the native path's hot loop in C (_hot.c) ---------------------------------------------
 
 
-def test_the_hot_loop_is_compiled_once_into_the_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path))
-    built = hot._compile_hot()
-    assert os.path.dirname(built) == str(tmp_path) and os.path.isfile(built)
-    stamp = os.stat(built).st_mtime_ns
-    assert hot._compile_hot() == built and os.stat(built).st_mtime_ns == stamp  # found, not built again
-    assert [p for p in os.listdir(tmp_path) if p != os.path.basename(built)] == []  # no work folder left
+def test_the_hot_loop_is_loaded_from_the_package_and_nothing_is_compiled_at_run_time(tmp_path):
+    """The compiled hot path lives in the installed package (setup.py built it); a fresh
+    process with no C compiler on PATH, CC unset and an empty home and cache takes the native
+    path. (This install is the one CI tests: the wheel's, or the checkout's in-place build.)"""
+    import subprocess
+    import sys
+
+    path, missing = hot.library_path()
+    if path is None:  # an install built without it: CI's no-hot environment (see the test below)
+        assert missing
+        return
+    assert os.path.dirname(path) == os.path.dirname(hot.__file__) and os.path.basename(path) == "_hot.so"
+    env = {k: v for k, v in os.environ.items() if k not in ("CC", "DMLGPU_RUNNER", "XDG_CACHE_HOME")}
+    env.update(PATH=str(tmp_path), HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    script = "import dmlgpu, numpy as np; d = dmlgpu.Device(); print(d.runner.path.name, " \
+             "int(dmlgpu.argmax(np.arange(10, dtype=np.float32), 0, device=d)[0]))"
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["native", "9"], done.stderr[-2000:]
+    built = [f for _, _, files in os.walk(tmp_path) for f in files if f.endswith((".so", ".c", ".dylib"))]
+    assert built == [] and not (tmp_path / "cache" / "dmlgpu").exists()  # nothing built or kept (a driver's
+    # own shader cache may be there)
 
 
-def test_without_a_compiler_the_public_path_is_used(tmp_path, monkeypatch):
-    """No C compiler (or one that fails): the device still works, on the public path, with a
-    warning that says why."""
+def test_without_the_hot_loop_the_public_path_is_used_with_a_warning_that_says_why(monkeypatch):
+    """An install that carries no compiled hot path (no C compiler when it was built, or
+    DMLGPU_BUILD_HOT=0): the device still works, on the public path, and the warning says why.
+    In CI's environment built without it, that is this install itself."""
     import warnings
 
     import numpy as np
 
     from dmlgpu import oracle
 
-    monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path))  # nothing built there yet
-    monkeypatch.setenv("CC", "false")
+    path, missing = hot.library_path()
+    if path is not None:  # simulate such an install
+        missing = "no C compiler could build dmlgpu/runtime/_hot.c when it was installed (cc: not found)"
+        monkeypatch.setattr(hot, "library_path", lambda: (None, missing))
     monkeypatch.delenv("DMLGPU_RUNNER", raising=False)
     monkeypatch.setattr(hot, "_hot_loaded", [])
     with warnings.catch_warnings(record=True) as caught:
@@ -150,11 +174,60 @@ def test_without_a_compiler_the_public_path_is_used(tmp_path, monkeypatch):
         device = dmlgpu.Device()
     try:
         assert device.runner.path.name == "public"
-        assert any("could not build the native path's hot loop" in str(w.message) for w in caught)
+        texts = [str(w.message) for w in caught]
+        assert any(missing in t and "using wgpu-py's public objects (slower small calls)" in t for t in texts), texts
         x = np.random.default_rng(3).standard_normal((5, 70)).astype(np.float32)
         assert np.array_equal(dmlgpu.argmax(x, 1, device=device), oracle.argmax(x, 1))
     finally:
         device.close()
+
+
+def test_threads_and_spinning_are_the_users_to_set(monkeypatch):
+    """``dmlgpu.configure`` (and DMLGPU_COPY_HELPERS / DMLGPU_SPIN_US) set the copy helpers and
+    the spin of devices opened afterwards; 0 and 0 give the same answers; bad values are
+    refused by name."""
+    import numpy as np
+    import pytest
+
+    from dmlgpu import oracle
+
+    before = dmlgpu.configure()
+    try:
+        monkeypatch.setenv("DMLGPU_SPIN_US", "7")
+        assert dmlgpu.configure()["spin_us"] == 7
+        monkeypatch.setenv("DMLGPU_SPIN_US", "soon")
+        with pytest.raises(ValueError, match="DMLGPU_SPIN_US is 'soon', but it must be a whole number >= 0"):
+            dmlgpu.configure()
+        monkeypatch.delenv("DMLGPU_SPIN_US")
+        for bad, error in ((-1, ValueError), (17, ValueError), (1.5, TypeError), (True, TypeError)):
+            with pytest.raises(error, match="copy_helpers"):
+                dmlgpu.configure(copy_helpers=bad)
+        dmlgpu.configure(copy_helpers=0, spin_us=0)
+        assert hot.settings() == {"copy_helpers": 0, "spin_us": 0}
+        device = dmlgpu.Device()
+        if device.runner.path.name == "native" and device.runner.adapter.info["adapter_type"] != "CPU":
+            assert device.runner.path.spin_s == 0 and device.runner.path.copier == device.runner.path.null
+        x = np.random.default_rng(5).standard_normal((3, 200_000)).astype(np.float32)
+        np.testing.assert_array_equal(dmlgpu.argmax(x, 1, device=device), oracle.argmax(x, 1))
+        device.close()
+    finally:
+        dmlgpu.configure(**before)
+
+
+def test_an_idle_process_uses_no_cpu():
+    """After a burst of calls (copies on the helpers, waits that spin), the process's threads
+    go to sleep: under 1% of a core over two idle seconds."""
+    import numpy as np
+
+    device = dmlgpu.Device()
+    x = np.random.default_rng(6).standard_normal((1, 300_000)).astype(np.float32)
+    for _ in range(50):
+        dmlgpu.argmax(x, 1, device=device)
+    time.sleep(0.05)
+    start = time.process_time()
+    time.sleep(2.0)
+    assert time.process_time() - start < 0.02
+    device.close()
 
 
 def test_a_map_whose_owner_goes_first_is_left_to_its_callback(device):
@@ -193,13 +266,13 @@ def test_a_failed_small_call_drops_its_kit_and_the_next_call_works(device, monke
         assert compiled._kits == []  # the public path has no hot loop
         return
     (kit,) = compiled._kits
-    real = device.runner.path.call
+    real = device.runner.path.submit_calls
 
     def fails(*args):
-        monkeypatch.setattr(device.runner.path, "call", real)
+        monkeypatch.setattr(device.runner.path, "submit_calls", real)
         raise wgpu.GPUError("a failure in the middle of a call")
 
-    monkeypatch.setattr(device.runner.path, "call", fails)
+    monkeypatch.setattr(device.runner.path, "submit_calls", fails)
     with pytest.raises(wgpu.GPUError, match="middle of a call"):
         compiled(x)
     assert compiled._kits == []  # the kit that failed is not used again
@@ -224,18 +297,6 @@ def test_a_numpy_call_submits_work_recorded_before_it_first(device):
     assert np.array_equal(pending.numpy(), oracle.argmax(a, 1))
     pending.release()
     t.release()
-
-
-def test_cc_may_hold_flags_and_a_missing_one_is_said(tmp_path, monkeypatch):
-    monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path))
-    monkeypatch.setenv("CC", "cc -O1")  # flags in CC, as make reads it
-    assert os.path.isfile(hot._compile_hot())
-    monkeypatch.setenv("DMLGPU_CACHE", str(tmp_path / "other"))
-    monkeypatch.setenv("CC", "/nonexistent/cc")
-    import pytest
-
-    with pytest.raises(RuntimeError, match="could not build the native path's hot loop"):
-        hot._compile_hot()
 
 
 # --- copies into staging on several cores (_hot.c's DmlCopier) ---------------------------
@@ -273,9 +334,9 @@ def test_copies_on_helper_threads_land_whole_at_every_size(device, monkeypatch):
     r = device.runner
     if r.path.name != "native":
         return
-    copier = hot.hot_copier()
-    assert copier != r.path.hot_ffi.NULL and r.path.hot.dml_copier_helpers(copier) == min(
-        hot.FILL_HELPERS, os.cpu_count() - 1)
+    helpers = min(hot.FILL_HELPERS, os.cpu_count() - 1)
+    copier = hot.hot_copier(helpers, hot.SPIN_S)
+    assert copier != r.path.hot_ffi.NULL and r.path.hot.dml_copier_helpers(copier) == helpers
     monkeypatch.setattr(r.path, "copier", copier)
     rng = np.random.default_rng(7)
     above = hot.FILL_PARALLEL_ABOVE
@@ -304,13 +365,16 @@ def test_copies_on_helper_threads_land_whole_at_every_size(device, monkeypatch):
 
 
 def test_the_helpers_are_one_set_per_process_and_stop_when_asked():
-    """``hot_copier`` starts the process's helpers once; ``dml_copier_stop`` ends a copier's
-    threads (joined: gone from the process)."""
+    """``hot_copier`` starts the process's helpers once for a setting; ``dml_copier_stop`` ends a
+    copier's threads (joined: gone from the process). (An install without the hot loop has none.)"""
+    if hot.library_path()[0] is None:
+        return
     ffi, lib = hot.hot_library()
-    first = hot.hot_copier()
-    assert hot.hot_copier() is first
-    before = lib.dml_copier_helpers(first)
-    assert _helper_threads_become(before)  # (a helper names itself once it runs)
+    first = hot.hot_copier(2, hot.SPIN_S)
+    assert hot.hot_copier(2, hot.SPIN_S) is first and lib.dml_copier_helpers(first) == 2
+    running = sum(lib.dml_copier_helpers(c) for (pid, _, _), c in hot._copiers.items() if pid == os.getpid() and c)
+    assert _helper_threads_become(running)  # (a helper names itself once it runs)
+    before = running
     extra = lib.dml_copier_start(2, 1e-4)
     assert lib.dml_copier_helpers(extra) == 2 and _helper_threads_become(before + 2)
     lib.dml_copier_stop(extra)
@@ -318,14 +382,15 @@ def test_the_helpers_are_one_set_per_process_and_stop_when_asked():
 
 
 def test_a_forked_child_copies_alone_then_starts_helpers_of_its_own():
+    if hot.library_path()[0] is None:  # (an install without the hot loop has no helpers)
+        return
     ffi, lib = hot.hot_library()
-    parent = hot.hot_copier()
+    parent = hot.hot_copier(2, hot.SPIN_S)
     pid = os.fork()
     if pid == 0:  # the child: the parent's helpers are not here
         ok = lib.dml_copier_helpers(parent) == 0
-        mine = hot.hot_copier()
-        wanted = min(hot.FILL_HELPERS, os.cpu_count() - 1)
-        os._exit(0 if ok and mine != parent and lib.dml_copier_helpers(mine) == wanted else 1)
+        mine = hot.hot_copier(2, hot.SPIN_S)
+        os._exit(0 if ok and mine != parent and lib.dml_copier_helpers(mine) == 2 else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert lib.dml_copier_helpers(parent) > 0  # the parent's go on
@@ -380,3 +445,27 @@ def test_readable_storage_is_refused_where_reads_cannot_map_it(monkeypatch):
             device.runner.memory.storage(16, readable=True)
     finally:
         device.close()
+
+
+def test_wgpu_types_parse_against_the_typedefs_they_name_and_come_out_the_same():
+    """``ffi_types.speed_up``: wgpu-py's parser, patched, gives the same types (size, layout,
+    kind) for the strings a call uses and for ones it has never seen, and a string that names
+    no typedef of wgpu-native's still fails as cffi's would."""
+    import cffi
+    from wgpu.backends.wgpu_native import _ffi
+
+    from dmlgpu.runtime import ffi_types
+
+    ffi_types.speed_up()
+    assert _ffi.ffi._parser._parse.__qualname__.endswith("speed_up.<locals>.parse")
+    reference = cffi.FFI()  # the same declarations, parsed by cffi alone
+    reference.cdef(_ffi.get_wgpu_header())
+    for text in ("WGPUBindGroupEntry[]", "WGPUComputePassDescriptor *", "WGPUBufferMapCallbackInfo",
+                 "void(*)(WGPUMapAsyncStatus, WGPUStringView, void *, void *)", "WGPUSupportedFeatures *",
+                 "WGPURenderPassColorAttachment[3]"):
+        mine, theirs = _ffi.ffi.typeof(text), reference.typeof(text)
+        assert (mine.cname, mine.kind) == (theirs.cname, theirs.kind), text
+        if not (mine.kind == "array" and mine.length is None):  # (an open array has no size)
+            assert _ffi.ffi.sizeof(mine) == reference.sizeof(theirs), text
+    with pytest.raises(cffi.CDefError):
+        _ffi.ffi.typeof("NoSuchTypeOfWgpu *")

@@ -200,7 +200,7 @@ def test_uploads_from_several_threads_share_the_rings(small_ring):
     import threading
 
     runner = small_ring.runner
-    runner.transfers.max_rings = 2
+    runner.transfers.rings.most = 2
     rng = np.random.default_rng(11)
     arrays = [rng.standard_normal((64, 97)).astype(np.float32) for _ in range(6)]
     wrong, errors = [], []
@@ -220,6 +220,6 @@ def test_uploads_from_several_threads_share_the_rings(small_ring):
         for t in threads:
             t.join()
     finally:
-        runner.transfers.max_rings = 4
+        runner.transfers.rings.most = 4
     assert not errors and not wrong, (errors, wrong)
     assert len(runner.memory.rings[True]) <= 2

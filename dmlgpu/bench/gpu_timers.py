@@ -3,7 +3,7 @@
 that bounds a small call (``bare_round_trips``).
 
 They drive the runner from outside, through what it offers any caller: its programs and
-memory, ``encode`` (with timestamp writes), ``submit`` and a read that waits for the queue;
+memory, its path's encoders (with timestamp writes), ``enqueue`` and a read that waits for the queue;
 ``bare_round_trips`` calls wgpu-native's functions itself, as ``shared/probes/dispatch_floor.py``
 does, with nothing of dmlgpu's in between.
 """
@@ -120,6 +120,30 @@ def gpu_times(runner: Runner, steps, *, clear=None, repeats: int = 10) -> np.nda
         return _gpu_times(runner, steps, clear, repeats)
 
 
+def _timed(runner: Runner, steps, clear, queries, first: int):
+    """An encoder with ``clear`` zeroed and the steps recorded, the time before the clear (or
+    the first pass) written to query ``first`` and the time after the last pass to the next."""
+    encoder = runner.path.encoder()
+    try:
+        if clear:  # an empty pass, so that the clear is inside the timing
+            encoder.stamp(queries, first)
+        for buffer in clear or ():
+            encoder.clear(buffer)
+        for i, (pipeline, bind_group, grid) in enumerate(steps):
+            indices = {}
+            if i == 0 and not clear:
+                indices["beginning_of_pass_write_index"] = first
+            if i == len(steps) - 1:
+                indices["end_of_pass_write_index"] = first + 1
+            encoder.dispatch(pipeline, bind_group, grid, {"query_set": queries, **indices} if indices else None)
+        return encoder
+    except BaseException as err:
+        encoder.drop()
+        if isinstance(err, wgpu.GPUError):
+            raise runner.gpu_error(err) from None
+        raise
+
+
 def _gpu_times(runner: Runner, steps, clear, repeats: int) -> np.ndarray:
     if "timestamp-query" not in runner.features:
         raise AdapterError(f"adapter {runner.name!r} has no timestamp-query feature")
@@ -134,7 +158,7 @@ def _gpu_times(runner: Runner, steps, clear, repeats: int) -> np.ndarray:
         for i in range(repeats):
             with runner.lock:
                 runner.check()
-                runner.enqueue(runner.encode(steps, clear, (queries, 2 * i)))
+                runner.enqueue(_timed(runner, steps, clear, queries, 2 * i))
             runner.transfers.read(resolved, 4)
         with runner.lock:
             encoder = runner.path.encoder()

@@ -1,8 +1,9 @@
 /* The runner's hot path in C: recording, submitting, mapping and waiting for a small call,
  * straight to wgpu-native, with no Python between the calls.
  *
- * Plain C with no Python headers: runtime/hot.py compiles it on first use (``cc -shared``) into a
- * cache folder and loads it with cffi's ``dlopen``; wgpu-native's functions come in as
+ * Plain C with no Python headers: setup.py compiles it into the package when the package is
+ * built (``_hot.so``), and runtime/hot.py loads it from there with cffi's ``dlopen`` (nothing
+ * is compiled at run time); wgpu-native's functions come in as
  * pointers (``DmlFns``, filled from the ``lib`` wgpu-py exports), so nothing here links
  * against wgpu-native or depends on where it lives. The few structs passed by value mirror
  * webgpu.h of the wgpu-native versions in ``runtime.native.NATIVE_WGPU``; ``dml_layout`` reports
@@ -25,7 +26,7 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
-/* (POSIX only: runtime/hot.py does not build it on Windows, where the public path is used) */
+/* (POSIX only: setup.py does not build it on Windows, where the public path is used) */
 #define DML_EXPORT __attribute__((visibility("default")))
 static void dml_yield(void) { sched_yield(); }
 static void dml_pause(void) {
@@ -46,6 +47,21 @@ typedef struct { const char *data; size_t length; } StringView;
 typedef struct { uint64_t id; } Future;
 typedef void (*MapCallback)(uint32_t status, StringView message, void *userdata1, void *userdata2);
 typedef struct { void *next_in_chain; uint32_t mode; MapCallback callback; void *userdata1; void *userdata2; } MapInfo;
+
+/* One device's poller: the threads waiting for maps on that device take turns polling it, one
+ * at a time (``busy``), and the others wait for their own map to land, spinning, then asleep
+ * until it lands or the poller leaves (``polled``). A blocking wgpuDevicePoll holds the device while
+ * it waits; several threads polling at once took turns inside wgpu-native anyway (on the H100,
+ * 8 threads making small calls: 642 calls/s polling at once, 2867 one caller at a time).
+ * No poll starts while a batch of calls is recorded and submitted, nor while any submit is
+ * under way (``submitting``): a poll takes the device's locks that recording and submitting
+ * need (on the H100, from 8 threads making small calls, a batch's recording took 306 us at
+ * p50 of which 90 on the CPU, and its submit 90, of which 50, beside a spinning poller). */
+typedef struct {
+    _Atomic int busy, sleepers, submitting;
+    pthread_mutex_t mu;
+    pthread_cond_t polled;
+} DmlPoller;
 
 typedef struct {
     H (*create_encoder)(H device, const void *descriptor);
@@ -71,6 +87,7 @@ typedef struct {
     uint64_t map_read, map_write;
     /* descriptors wgpu-py's ffi made (all default: NULL chain, empty label) */
     const void *encoder_descriptor, *pass_descriptor, *buffer_descriptor;
+    DmlPoller *poller; /* the device's: a map that lands wakes the threads asleep on it */
 } DmlFns;
 
 enum { PENDING = 0, LANDED = 1, FAILED = 2, ORPHANED = 3 };
@@ -83,7 +100,6 @@ typedef struct { H pipeline, group; uint32_t x, y, z; } DmlStep;
  * ``output`` into the MAP_READ buffer ``rstaging``. A staging buffer that is the input (or
  * the output) itself, which the passes bind, needs no copy. */
 typedef struct {
-    H device, queue;
     H wstaging; DmlState *wstate; H input; uint64_t in_size;
     H clear; uint64_t clear_size;
     const DmlStep *steps; size_t n_steps;
@@ -97,6 +113,8 @@ DML_EXPORT size_t dml_layout(int which) {
         case 1: return offsetof(MapInfo, callback);
         case 2: return sizeof(StringView);
         case 3: return sizeof(Future);
+        case 4: return sizeof(DmlCall);
+        case 5: return sizeof(DmlFns);
         default: return 0;
     }
 }
@@ -107,7 +125,16 @@ static void on_mapped(uint32_t status, StringView message, void *userdata1, void
     const DmlFns *f = (const DmlFns *)userdata2;
     int expected = PENDING;
     int outcome = status == f->map_success ? LANDED : FAILED;
-    if (!atomic_compare_exchange_strong(&s->word, &expected, outcome)) free(s); /* orphaned */
+    if (!atomic_compare_exchange_strong(&s->word, &expected, outcome)) {
+        free(s); /* orphaned */
+        return;
+    }
+    DmlPoller *p = f->poller;
+    if (p && atomic_load(&p->sleepers)) { /* (its waiter may be asleep: wake the sleepers) */
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->polled);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 DML_EXPORT DmlState *dml_state_new(int landed) {
@@ -130,17 +157,6 @@ DML_EXPORT void dml_map(const DmlFns *f, H buffer, int write, size_t size, DmlSt
     f->map_async(buffer, write ? f->map_write : f->map_read, 0, size, info);
 }
 
-/* One device's poller: the threads waiting for maps on that device take turns polling it, one
- * at a time (``busy``), and the others wait for their own map to land, spinning, then asleep
- * until the poller's poll ends (``polled``). A blocking wgpuDevicePoll holds the device while
- * it waits; several threads polling at once took turns inside wgpu-native anyway (on the H100,
- * 8 threads making small calls: 642 calls/s polling at once, 2867 one caller at a time). */
-typedef struct {
-    _Atomic int busy, sleepers;
-    pthread_mutex_t mu;
-    pthread_cond_t polled;
-} DmlPoller;
-
 DML_EXPORT DmlPoller *dml_poller_new(void) {
     DmlPoller *p = (DmlPoller *)calloc(1, sizeof(DmlPoller));
     if (!p) return NULL;
@@ -156,9 +172,9 @@ DML_EXPORT void dml_poller_free(DmlPoller *p) {
     free(p);
 }
 
-/* Sleep until the poller's poll ends (at most ``seconds``), unless nobody polls now or ``s``
- * has landed. (A sleeper is counted before it looks, and the poller looks at the count after
- * it lets go, so a poll that ends meanwhile always wakes it.) */
+/* Sleep until ``s`` lands or the poller leaves (at most ``seconds``), unless nobody polls now
+ * or ``s`` has landed. (A sleeper is counted before it looks, and the poller looks at the count
+ * after it lets go, so a poller that leaves meanwhile always wakes it.) */
 static void sleep_until_polled(DmlPoller *p, const DmlState *s, double seconds) {
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add(&p->sleepers, 1);
@@ -174,6 +190,7 @@ static void sleep_until_polled(DmlPoller *p, const DmlState *s, double seconds) 
     pthread_mutex_unlock(&p->mu);
 }
 
+/* This thread polls no more (its map landed, or it gives up): one of the sleepers takes over. */
 static void done_polling(DmlPoller *p) {
     atomic_store(&p->busy, 0);
     if (atomic_load(&p->sleepers)) {
@@ -183,38 +200,55 @@ static void done_polling(DmlPoller *p) {
     }
 }
 
-/* Wait until ``s`` has landed, polling the device when no other thread does (``p``: the
- * device's poller; NULL: this thread polls alone). For the first ``spin_s`` seconds the polls
- * do not block and a thread that is not polling spins (a blocking poll returns tens of
- * microseconds after the GPU is done); then the poller blocks on ``ticket`` (or all work when
- * NULL) and the others sleep until its poll ends. When the queue is idle and the map has not
- * landed for ``idle_timeout_s``, the device is taken as lost. 1: landed, 2: the map failed,
- * -1: timed out. */
+/* A thread that is not polling spins this long for its map before it sleeps (woken when a map
+ * lands or the poller stops): long enough for the poll under way to end, short enough that
+ * threads waiting at once do not keep the cores from the threads that have work. */
+#define DML_SPIN_NOT_POLLING_S 20e-6
+
+/* Wait until ``s`` has landed, polling the device when no other thread does (one at a time:
+ * the device's poller, ``f->poller``; NULL: this thread polls alone). For the first ``spin_s``
+ * seconds the polls do not block (a blocking poll returns tens of microseconds after the GPU is
+ * done, and holds the device meanwhile, which keeps other threads' submits out); then the
+ * poller blocks on ``ticket`` (or all work when NULL). A thread that is not polling spins
+ * briefly, then sleeps until a map lands or the poller stops. When the queue is idle and the
+ * map has not landed for ``idle_timeout_s``, the device is taken as lost. 1: landed, 2: the
+ * map failed, -1: timed out. */
 DML_EXPORT int dml_wait(const DmlFns *f, H device, const DmlState *s, double spin_s, double idle_timeout_s,
-                        const uint64_t *ticket, DmlPoller *p) {
+                        const uint64_t *ticket) {
+    DmlPoller *p = f->poller;
     int state = dml_state(s);
     if (state != PENDING) return state;
-    double give_up = spin_s > 0 ? dml_now() + spin_s : 0;
+    double start = dml_now();
+    double give_up = spin_s > 0 ? start + spin_s : 0;
     double idle_since = -1;
+    int polling = 0; /* this thread holds the poller's turn */
     while ((state = dml_state(s)) == PENDING) {
-        int spinning = give_up > 0 && dml_now() < give_up;
+        double now = dml_now();
+        int spinning = give_up > 0 && now < give_up;
         int free_now = 0;
-        if (p && !atomic_compare_exchange_strong(&p->busy, &free_now, 1)) {
-            if (spinning) dml_pause();
-            else sleep_until_polled(p, s, 1e-3);
+        if (p && !polling) {
+            if (!atomic_compare_exchange_strong(&p->busy, &free_now, 1)) {
+                if (spinning && now - start < DML_SPIN_NOT_POLLING_S) dml_pause();
+                else sleep_until_polled(p, s, 1e-3);
+                continue;
+            }
+            polling = 1;
+        }
+        if (p && atomic_load(&p->submitting) > 0) { /* let the submit in */
+            dml_pause();
             continue;
         }
         uint32_t idle = f->poll(device, !spinning, spinning ? NULL : ticket);
-        if (p) done_polling(p);
         if (spinning || (state = dml_state(s)) != PENDING) continue;
         if (!idle) continue;
         ticket = NULL;
-        double now = dml_now();
+        now = dml_now();
         if (idle_since < 0) idle_since = now;
-        if (now - idle_since > idle_timeout_s) return -1;
+        if (now - idle_since > idle_timeout_s) break;
         dml_yield();
     }
-    return state;
+    if (polling) done_polling(p);
+    return state == PENDING ? -1 : state;
 }
 
 /* Record a clear (``clear``: NULL for none) and the passes into ``encoder`` (NULL: a new one). */
@@ -252,7 +286,10 @@ DML_EXPORT void dml_release(const DmlFns *f, H *buffers, size_t count) {
 
 /* Submit the command buffers in one submission and release them; the submission's index. */
 DML_EXPORT uint64_t dml_submit(const DmlFns *f, H queue, H *buffers, size_t count) {
+    DmlPoller *p = f->poller;
+    if (p) atomic_fetch_add(&p->submitting, 1);
     uint64_t index = f->submit_for_index(queue, count, buffers);
+    if (p) atomic_fetch_sub(&p->submitting, 1);
     dml_release(f, buffers, count);
     return index;
 }
@@ -420,31 +457,64 @@ DML_EXPORT int dml_drain(const DmlFns *f, H buffer, size_t size, void *out, size
     return 0;
 }
 
-/* Record the call ``c`` after the ``n_pending`` encoders ``pending`` (``pending`` has room
- * for one more) and finish them all into command buffers, in place (``dml_finish``); their
- * count. A call with no upload and no passes (a read-back) records its copy into the last
- * pending encoder: one command buffer for a call's passes and its read-back. The upload
- * staging must have been filled and unmapped (``dml_fill``). */
-DML_EXPORT size_t dml_record_call(const DmlFns *f, const DmlCall *c, H *pending, size_t n_pending) {
-    H encoder;
-    if (n_pending && !c->wstaging && !c->clear && !c->n_steps) {
-        encoder = pending[n_pending - 1];
-    } else {
-        encoder = f->create_encoder(c->device, f->encoder_descriptor);
-        pending[n_pending++] = encoder;
+/* Polls may start again: the batch ``dml_record_calls`` began is submitted, or given up. */
+DML_EXPORT void dml_resume_polls(const DmlFns *f) {
+    if (f->poller) atomic_fetch_sub(&f->poller->submitting, 1);
+}
+
+/* Record the calls into one encoder, after the ``n_pending`` encoders ``pending`` (``pending``
+ * has room for one more), and finish them all into command buffers in place (``dml_finish``);
+ * their count. First every upload's copy (where a call's staging is not its input), then
+ * every call's clear and dispatches in order, the dispatches in one compute pass that only a
+ * clear ends (WebGPU orders the dispatches of a pass, and makes each one's writes visible to
+ * the next), then every read-back's copy (where a call's read staging is not its output).
+ * Moving the copies is safe because a call's staging buffers and a kit's input are its own,
+ * and an output being read is no other call's. What threads commit at once goes to the GPU
+ * this way: one encoder, one pass, one finish, one submit. */
+DML_EXPORT size_t dml_record_calls(const DmlFns *f, H device, DmlCall *const *calls, size_t n, H *pending,
+                                   size_t n_pending) {
+    if (f->poller) atomic_fetch_add(&f->poller->submitting, 1); /* (until dml_submit_calls, or dml_resume_polls) */
+    H encoder = f->create_encoder(device, f->encoder_descriptor);
+    for (size_t i = 0; i < n; i++) {
+        const DmlCall *c = calls[i];
+        if (c->wstaging && c->wstaging != c->input) f->copy_buffer(encoder, c->wstaging, 0, c->input, 0, c->in_size);
     }
-    if (c->wstaging && c->wstaging != c->input) f->copy_buffer(encoder, c->wstaging, 0, c->input, 0, c->in_size);
-    dml_record(f, c->device, encoder, c->clear, c->clear_size, c->steps, c->n_steps);
-    if (c->rstaging != c->output) f->copy_buffer(encoder, c->output, c->out_offset, c->rstaging, 0, c->out_size);
+    H pass = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const DmlCall *c = calls[i];
+        if (c->clear) {
+            if (pass) { f->end_pass(pass); f->release_pass(pass); pass = NULL; }
+            f->clear_buffer(encoder, c->clear, 0, c->clear_size);
+        }
+        for (size_t k = 0; k < c->n_steps; k++) {
+            if (!pass) pass = f->begin_compute_pass(encoder, f->pass_descriptor);
+            f->set_pipeline(pass, c->steps[k].pipeline);
+            f->set_bind_group(pass, 0, c->steps[k].group, 0, NULL);
+            f->dispatch(pass, c->steps[k].x, c->steps[k].y, c->steps[k].z);
+        }
+    }
+    if (pass) { f->end_pass(pass); f->release_pass(pass); }
+    for (size_t i = 0; i < n; i++) {
+        const DmlCall *c = calls[i];
+        if (c->rstaging && c->rstaging != c->output)
+            f->copy_buffer(encoder, c->output, c->out_offset, c->rstaging, 0, c->out_size);
+    }
+    pending[n_pending++] = encoder;
     dml_finish(f, pending, n_pending);
     return n_pending;
 }
 
-/* Submit the call's command buffers (``dml_record_call``) and start the maps: the
- * read-back's, and the upload staging's again (ready for the next call once the GPU has
- * copied out of it). */
-DML_EXPORT void dml_submit_call(const DmlFns *f, DmlCall *c, H *buffers, size_t count) {
-    c->ticket = dml_submit(f, c->queue, buffers, count);
-    dml_map(f, c->rstaging, 0, c->out_size, c->rstate);
-    if (c->wstaging) dml_map(f, c->wstaging, 1, c->in_size, c->wstate);
+/* Submit the command buffers (``dml_record_calls``) in one submission and start every call's
+ * maps: its read-back's, and its upload staging's again; each call's ticket is the
+ * submission's index. */
+DML_EXPORT void dml_submit_calls(const DmlFns *f, H queue, DmlCall *const *calls, size_t n, H *buffers,
+                                 size_t count) {
+    uint64_t ticket = dml_submit(f, queue, buffers, count);
+    for (size_t i = 0; i < n; i++) {
+        DmlCall *c = calls[i];
+        c->ticket = ticket;
+        if (c->rstaging) dml_map(f, c->rstaging, 0, c->out_size, c->rstate);
+        if (c->wstaging) dml_map(f, c->wstaging, 1, c->in_size, c->wstate);
+    }
+    dml_resume_polls(f);
 }

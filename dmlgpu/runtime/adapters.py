@@ -14,6 +14,9 @@ import threading
 import wgpu
 
 from ..errors import AdapterError
+from .ffi_types import speed_up
+
+speed_up()
 
 NO_ADAPTER_HELP = (
     "no GPU adapter was found; on a machine without a GPU install Mesa's lavapipe "

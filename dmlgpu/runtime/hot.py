@@ -1,7 +1,10 @@
-"""The native backend's hot path in C (``_hot.c``): building it, loading it, its copy helpers.
+"""The native backend's hot path in C (``_hot.c``): loading it, its copy helpers, and the
+settings of the host threads and spinning.
 
-Owns the C declarations of ``_hot.c``, the compiled library's cache and the process's copy
-helper threads (``hot_copier``).
+Owns the C declarations of ``_hot.c``, the loading of the library ``setup.py`` compiled into
+the installed package (``library_path``: nothing is compiled at run time), the process's copy
+helper threads (``hot_copier``) and ``configure`` / ``settings``. Touches wgpu-py only to
+check that ``_hot.c``'s structs match wgpu-native's.
 """
 
 from __future__ import annotations
@@ -10,8 +13,9 @@ import os
 import threading
 
 #: A wait on the native path polls without blocking for this long before it blocks (small
-#: calls end within it; see ``NativePath.wait``). Not on software adapters (lavapipe), whose
-#: "GPU" is the CPU's cores: a spinning caller would take one from the work it waits for.
+#: calls end within it; see ``NativePath.wait``), by default (``configure``'s ``spin_us``).
+#: Not on software adapters (lavapipe), whose "GPU" is the CPU's cores: a spinning caller
+#: would take one from the work it waits for.
 SPIN_S = 0.5e-3
 
 #: Copies of at least this many bytes into mapped staging on the native path run on
@@ -35,7 +39,6 @@ _HOT_CDEF = f"""
 typedef struct {{ int word; }} DmlState;
 typedef struct {{ void *pipeline, *group; uint32_t x, y, z; }} DmlStep;
 typedef struct {{
-    void *device, *queue;
     void *wstaging; DmlState *wstate; void *input; uint64_t in_size;
     void *clear; uint64_t clear_size;
     const DmlStep *steps; size_t n_steps;
@@ -46,6 +49,7 @@ typedef struct {{
     void *fn[{len(HOT_FUNCTIONS)}];
     uint32_t callback_mode, map_success; uint64_t map_read, map_write;
     const void *encoder_descriptor, *pass_descriptor, *buffer_descriptor;
+    void *poller;
 }} DmlFns;
 size_t dml_layout(int which);
 DmlState *dml_state_new(int landed);
@@ -56,7 +60,7 @@ typedef struct DmlPoller DmlPoller;
 DmlPoller *dml_poller_new(void);
 void dml_poller_free(DmlPoller *p);
 int dml_wait(const DmlFns *f, void *device, const DmlState *s, double spin_s, double idle_timeout_s,
-             const uint64_t *ticket, DmlPoller *p);
+             const uint64_t *ticket);
 void *dml_record(const DmlFns *f, void *device, void *encoder, void *clear, uint64_t clear_size,
                  const DmlStep *steps, size_t n_steps);
 void dml_finish(const DmlFns *f, void **encoders, size_t count);
@@ -69,62 +73,77 @@ void dml_copier_stop(DmlCopier *p);
 int dml_fill(const DmlFns *f, DmlCopier *p, size_t parallel_above, void *buffer, size_t size, const void *data,
              size_t nbytes);
 int dml_drain(const DmlFns *f, void *buffer, size_t size, void *out, size_t nbytes);
-size_t dml_record_call(const DmlFns *f, const DmlCall *c, void **pending, size_t n_pending);
-void dml_submit_call(const DmlFns *f, DmlCall *c, void **buffers, size_t count);
+size_t dml_record_calls(const DmlFns *f, void *device, DmlCall *const *calls, size_t n, void **pending,
+                        size_t n_pending);
+void dml_submit_calls(const DmlFns *f, void *queue, DmlCall *const *calls, size_t n, void **buffers, size_t count);
+void dml_resume_polls(const DmlFns *f);
 """
 _hot_loaded: list = []  # [(ffi, lib)] once loaded, [None, reason] once it failed
-_copier: list = []  # [pid, DmlCopier] of this process (hot_copier)
+_copiers: dict = {}  # (pid, helpers, spin_s) -> DmlCopier of this process (hot_copier)
 _copier_lock = threading.Lock()
+#: What ``configure`` set (None: the environment's, else the default).
+_configured: dict[str, int | None] = {"copy_helpers": None, "spin_us": None}
+_ENV = {"copy_helpers": "DMLGPU_COPY_HELPERS", "spin_us": "DMLGPU_SPIN_US"}
+_MOST_HELPERS = 16  # _hot.c's DML_MAX_HELPERS
 
 
-def hot_cache_dir() -> str:
-    """Where the compiled hot path is kept: ``DMLGPU_CACHE``, else the user's cache folder."""
-    return os.environ.get("DMLGPU_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "dmlgpu")
+def _checked_setting(name: str, value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{where} must be an int, not {type(value).__name__} ({value!r})")
+    most = _MOST_HELPERS if name == "copy_helpers" else 10**7
+    if not 0 <= value <= most:
+        raise ValueError(f"{where} is {value}, but it must be in [0, {most}]")
+    return value
 
 
-def _compile_hot() -> str:
-    """The path of ``_hot.c`` compiled into a shared library (once per source text and
-    compiler: the file's name holds their hash); raises RuntimeError saying why not."""
-    import hashlib
-    import shlex
-    import shutil
-    import subprocess
-    import sys
-    import tempfile
+def configure(*, copy_helpers: int | None = None, spin_us: int | None = None) -> dict:
+    """Set the host threads and spinning of devices opened from now on; returns the settings
+    before (``settings()``), so that they can be put back with ``configure(**before)``.
+
+    ``copy_helpers``: threads that help copy a small call's input into mapped staging (0:
+    none; default 3, fewer on hosts with fewer cores; ``DMLGPU_COPY_HELPERS``). ``spin_us``:
+    how long a wait for the GPU polls without blocking, and a helper spins for its next copy,
+    before they sleep (0: block at once; default 500; ``DMLGPU_SPIN_US``). Neither applies
+    to software adapters (lavapipe), whose "GPU" is the CPU's cores. The defaults are the
+    fast ones on a GPU; an idle process uses no CPU either way."""
+    before = settings()
+    for name, value in (("copy_helpers", copy_helpers), ("spin_us", spin_us)):
+        if value is not None:
+            _configured[name] = _checked_setting(name, value, name)
+    return before
+
+
+def settings() -> dict:
+    """The host threads and spinning devices opened now get: ``configure``'s, else the
+    environment's (``DMLGPU_COPY_HELPERS``, ``DMLGPU_SPIN_US``), else the defaults."""
+    defaults = {"copy_helpers": min(FILL_HELPERS, (os.cpu_count() or 1) - 1), "spin_us": int(SPIN_S * 1e6)}
+    out = {}
+    for name, default in defaults.items():
+        value = _configured[name]
+        if value is None and os.environ.get(_ENV[name], "").strip():
+            text = os.environ[_ENV[name]].strip()
+            if not text.isdigit():
+                raise ValueError(f"{_ENV[name]} is {text!r}, but it must be a whole number >= 0")
+            value = _checked_setting(name, int(text), _ENV[name])
+        out[name] = default if value is None else value
+    return out
+
+
+def library_path() -> tuple[str | None, str]:
+    """Where the installed package keeps its compiled hot path (``setup.py`` builds it), and
+    why there is none (an empty reason where there is one). Native code is loaded from here
+    only: never compiled at run time, never from a cache or a temporary folder."""
     from importlib import resources
 
-    source = resources.files("dmlgpu.runtime").joinpath("_hot.c").read_bytes()
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if not compiler or sys.platform == "win32":
-        raise RuntimeError("no C compiler was found to build the native path's hot loop (set CC, or install cc)")
-    key = hashlib.sha256(source + compiler.encode() + sys.platform.encode()).hexdigest()[:16]
-    folder = hot_cache_dir()
-    target = os.path.join(folder, f"hot-{key}.so")
-    if os.path.exists(target):
-        return target
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError:  # no writable cache folder: one in the temporary folder
-        folder = os.path.join(tempfile.gettempdir(), f"dmlgpu-{os.getuid() if hasattr(os, 'getuid') else 0}")
-        target = os.path.join(folder, f"hot-{key}.so")
-        if os.path.exists(target):
-            return target
-        os.makedirs(folder, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as work:
-        src = os.path.join(work, "_hot.c")
-        with open(src, "wb") as f:
-            f.write(source)
-        built = os.path.join(work, "hot.so")
-        try:  # CC may hold flags too ("gcc -m64"), as make reads it
-            done = subprocess.run([*shlex.split(compiler), "-O2", "-std=c11", "-pthread", "-shared", "-fPIC", "-o", built, src],
-                                  capture_output=True, text=True)
-        except OSError as err:
-            raise RuntimeError(f"{compiler} could not build the native path's hot loop: {err}") from None
-        if done.returncode != 0:
-            raise RuntimeError(f"{compiler} could not build the native path's hot loop: {done.stderr.strip()[-500:]}")
-        os.replace(built, target)  # atomic: another process may be building it too
-    return target
+    folder = resources.files("dmlgpu.runtime")
+    missing = folder.joinpath("_hot_missing.txt")
+    if missing.is_file():
+        return None, f"this install of dmlgpu has no compiled hot loop: {missing.read_text().strip()}"
+    library = folder.joinpath("_hot.so")
+    if not library.is_file():
+        return None, ("this install of dmlgpu carries no compiled hot path (dmlgpu/runtime/_hot.so); "
+                      "reinstall it where a C compiler is present, or from a wheel for this platform")
+    return str(library), ""
 
 
 def hot_library():
@@ -134,7 +153,9 @@ def hot_library():
         from wgpu.backends.wgpu_native._api import ffi as wffi
 
         try:
-            path = _compile_hot()
+            path, missing = library_path()
+            if path is None:
+                raise RuntimeError(missing)
             ffi = cffi.FFI()
             ffi.cdef(_HOT_CDEF)
             lib = ffi.dlopen(path)
@@ -144,6 +165,12 @@ def hot_library():
                       wffi.sizeof("WGPUStringView"), wffi.sizeof("WGPUFuture")]
             if ours != theirs:
                 raise RuntimeError(f"_hot.c's structs {ours} do not match wgpu-native's {theirs}")
+            # and ours as this module declares them (a library built from another _hot.c would
+            # read them wrongly: a crash, not an error)
+            built, declared = [lib.dml_layout(4), lib.dml_layout(5)], [ffi.sizeof("DmlCall"), ffi.sizeof("DmlFns")]
+            if built != declared:
+                raise RuntimeError(f"{path} was built from another _hot.c (struct sizes {built}, declared "
+                                   f"{declared}): reinstall dmlgpu")
             _hot_loaded[:] = [(ffi, lib)]
         except (OSError, RuntimeError) as err:
             _hot_loaded[:] = [None, str(err)]
@@ -152,16 +179,15 @@ def hot_library():
     return _hot_loaded[0]
 
 
-def hot_copier(helpers: int | None = None):
-    """This process's helper threads for copies into mapped staging (``_hot.c``'s
-    ``DmlCopier``), started on first use and shared by every device, like a BLAS library's
-    threads: they spin for ``SPIN_S`` after a copy, then sleep until the next. A child
-    process gets its own. ``helpers``: how many the first call starts (default
-    ``FILL_HELPERS``, fewer on a host with fewer cores). NULL where none could start."""
+def hot_copier(helpers: int, spin_s: float):
+    """Helper threads for copies into mapped staging (``_hot.c``'s ``DmlCopier``): ``helpers``
+    threads that spin for ``spin_s`` after a copy, then sleep until the next; started on
+    first use of that setting and shared by every device of this process that uses it, like a
+    BLAS library's threads (a child process gets its own). NULL for none, or where none could
+    start."""
     ffi, lib = hot_library()
+    key = (os.getpid(), helpers, spin_s)
     with _copier_lock:
-        if not _copier or _copier[0] != os.getpid():
-            if helpers is None:
-                helpers = min(FILL_HELPERS, (os.cpu_count() or 1) - 1)
-            _copier[:] = [os.getpid(), lib.dml_copier_start(helpers, SPIN_S) if helpers > 0 else ffi.NULL]
-        return _copier[1]
+        if key not in _copiers:
+            _copiers[key] = lib.dml_copier_start(helpers, spin_s) if helpers > 0 else ffi.NULL
+        return _copiers[key]

@@ -3,7 +3,8 @@
 Owns ``Kit``: an operator's input and output buffers, its passes bound to them, staging for
 the upload and the read-back (each with its map) and the C ``DmlCall`` holding every handle,
 made once and reused. May touch the runner's memory (to make the kit's buffers) and queue (its
-call is submitted with the work recorded before it, through ``Runner.submit_call``).
+call is submitted with the work recorded before it and the calls of other threads, through
+``Runner.commit``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class Kit:
     """A small call's kit (``make``), run by ``run``. Kits are not shared: a thread takes one
     while it runs it. A kit that fails must not be run again (its staging may be mid-map)."""
 
-    __slots__ = ("runner", "input", "output", "steps", "wmap", "rmap", "c", "ticket", "handles")
+    __slots__ = ("runner", "input", "output", "steps", "wmap", "rmap", "c", "ticket")
 
     @classmethod
     def make(cls, runner: "Runner", bind: Callable[[Any, Any], list], in_nbytes: int, out_nbytes: int, clear: bool,
@@ -71,24 +72,23 @@ class Kit:
         steps = bind(self.input, self.output)
         self.steps = steps if isinstance(steps, Steps) else Steps(steps)
         c = self.c = n.hot_ffi.new("DmlCall *")
-        c.device, c.queue = n.handle, n.queue
         c.wstaging, c.wstate, c.input, c.in_size = wstaging._internal, self.wmap.state, self.input._internal, in_size
         n.put_passes(c, self.steps, self.output if clear else None)  # self.steps keeps the array
         c.output, c.out_offset = self.output._internal, 0
         c.rstaging, c.rstate, c.out_size = rstaging._internal, self.rmap.state, out_size
         self.ticket = n.hot_ffi.addressof(c, "ticket")
-        self.handles = n.hot_ffi.new("void *[1]")
 
     def run(self, data: np.ndarray, out: np.ndarray) -> None:
         """The call on the bytes ``data`` into the uint8 array ``out``: the bytes copied into
         the upload staging (outside the lock: the kit is this thread's), then the work recorded
-        before it and the call submitted together (``dml_record_call``, ``dml_submit_call``),
-        then the read-back waited for and copied out."""
+        before it and the calls other threads commit meanwhile submitted together
+        (``Runner.commit``: ``dml_record_calls``, ``dml_submit_calls``), then the read-back
+        waited for and copied out."""
         runner = self.runner
         n = runner.path
         runner.check()
         n.wait(self.wmap, None)  # landed once the GPU copied out of it, in the call before
         n.fill(self.wmap, data)
-        runner.submit_call(self.c, self.handles)
+        runner.commit(self.c)
         n.wait(self.rmap, self.ticket)
         n.drain(self.rmap, out)

@@ -192,8 +192,13 @@ class Memory:
         self.rings.clear()
         return buffers
 
-    def forget(self) -> None:
-        """Count nothing any more (the device is being destroyed, and every buffer with it)."""
+    def forget(self, destroy: bool = False) -> None:
+        """Count nothing any more: the device is being destroyed, and every buffer with it, or
+        (``destroy``: on a caller's device, which lives on) every buffer made here is destroyed
+        now."""
+        if destroy:
+            for buffer in list(self._live):
+                buffer.destroy()
         self._live = weakref.WeakSet()
         self.returned.clear()
 

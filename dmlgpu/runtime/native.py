@@ -41,7 +41,8 @@ class NativeMap:
     __slots__ = ("buffer", "size", "state", "call", "_drop")
 
     def __init__(self, hot, buffer, size: int, done: bool = False):
-        self.buffer, self.size, self.call = buffer, size, None  # call: a read's (DmlCall, ticket, handles) (NativePath.submit)
+        self.buffer, self.size = buffer, size
+        self.call: tuple | None = None  # a read's (DmlCall, its ticket's address): NativePath.read_call
         self.state = hot.dml_state_new(done)
         if not self.state:
             raise MemoryError("no memory for a map state")
@@ -87,6 +88,7 @@ class NativePath:
         if not poller:
             raise MemoryError("no memory for a device poller")
         self.poller = self.hot_ffi.gc(poller, self.hot.dml_poller_free)
+        fns.poller = self.poller
         self.copier = self.null  # helper threads of copies into staging (Runner sets them: hot_copier)
 
     def ptr(self, cdata):
@@ -133,23 +135,47 @@ class NativePath:
             self._finish(handles, self.hot.dml_finish, handles, len(encoders))
             return self.hot_ffi.new("uint64_t *", self.hot.dml_submit(self.fns, self.queue, handles, len(encoders)))
         src, offset, m = read
-        if m.call is None:  # made once for each staging buffer's map, with its ticket's address
-            c = self.hot_ffi.new("DmlCall *")
-            c.device, c.queue, c.rstaging, c.rstate, c.out_size = self.handle, self.queue, m.buffer._internal, \
-                m.state, m.size
-            m.call = (c, self.hot_ffi.addressof(c, "ticket"), self.hot_ffi.new("void *[1]"))
-        c, ticket, handles = m.call
-        c.output, c.out_offset = src._internal, offset
-        if len(encoders) == 1 and type(encoders[0]) is Deferred and len(encoders[0].clear) <= 1:
-            # one dispatch then this read: recorded together, in one encoder, by one C call
-            # (c keeps pointing at the steps' C array after the call: every use of c sets them)
-            d = encoders[0]
-            _kept = self.put_passes(c, d.steps, d.clear[0] if d.clear else None)  # its C array lives through the call
-            self.call(c, [], handles)
-        else:
-            c.steps, c.n_steps, c.clear, c.clear_size = self.null, 0, self.null, 0
-            self.call(c, encoders)
+        c, ticket = self.read_call(m, src, offset)
+        self.submit_calls(encoders, [c])  # (a dispatch before it recorded into its encoder)
         return ticket  # valid while the map is held
+
+    def read_call(self, m: NativeMap, src, offset: int) -> tuple:
+        """The ``DmlCall`` that reads ``m.size`` bytes of ``src`` from ``offset`` into ``m``'s
+        buffer (a copy, unless the buffer is ``src`` itself: a read in place) and starts its
+        map, with no passes; made once for each map (``m.call``: the call and its ticket's
+        address)."""
+        if m.call is None:
+            c = self.hot_ffi.new("DmlCall *")
+            c.rstaging, c.rstate, c.out_size = m.buffer._internal, m.state, m.size
+            m.call = (c, self.hot_ffi.addressof(c, "ticket"))
+        c = m.call[0]
+        c.output, c.out_offset = src._internal, offset
+        return m.call
+
+    def submit_calls(self, pending: list, calls: list) -> None:
+        """Record the small calls ``calls`` (``DmlCall`` pointers) into one encoder after the
+        ``pending`` work and submit it all in one submission, each call's maps started and its
+        ticket set (``dml_record_calls``, ``dml_submit_calls``): what the threads that commit at
+        once share. The pending dispatches after the last pending encoder (``Deferred``, as a
+        resident call leaves them) are recorded into that one encoder too, in order."""
+        split = max((i + 1 for i, e in enumerate(pending) if type(e) is not Deferred or len(e.clear) > 1), default=0)
+        encoders, deferred = pending[:split], pending[split:]
+        kept, passes = [], []  # (the steps' C arrays live until the C calls return)
+        for d in deferred:
+            c = self.hot_ffi.new("DmlCall *")
+            kept.append(self.put_passes(c, d.steps, d.clear[0] if d.clear else None))
+            passes.append(c)
+        array = self.hot_ffi.new("DmlCall *[]", passes + calls)
+        handles = self.hot_ffi.new("void *[]", len(encoders) + 1)
+        for i, e in enumerate(encoders):
+            handles[i] = e.take()
+        try:  # (no poll starts from here until the submission's maps are started: _hot.c's DmlPoller)
+            count = self._finish(handles, self.hot.dml_record_calls, self.handle, array, len(array), handles,
+                                 len(encoders))
+        except BaseException:
+            self.hot.dml_resume_polls(self.fns)
+            raise
+        self.hot.dml_submit_calls(self.fns, self.queue, array, len(array), handles, count)
 
     def put_passes(self, c, steps, clear=None):
         """Set ``steps`` on the ``DmlCall`` ``c``, after the buffer ``clear`` zeroed (None:
@@ -158,16 +184,6 @@ class NativePath:
         c.steps, c.n_steps = array, len(steps)
         c.clear, c.clear_size = (self.null, 0) if clear is None else (clear._internal, clear.size)
         return array
-
-    def call(self, c, pending: list, handles=None) -> None:
-        """The small call ``c`` (a ``DmlCall``) after the ``pending`` encoders, in one submit;
-        ``handles``: an array of one handle, for a call with none pending."""
-        if pending or handles is None:
-            handles = self.hot_ffi.new("void *[]", len(pending) + 1)
-        for i, e in enumerate(pending):
-            handles[i] = e.take()
-        count = self._finish(handles, self.hot.dml_record_call, c, handles, len(pending))
-        self.hot.dml_submit_call(self.fns, c, handles, count)
 
     def _finish(self, handles, finish, *args) -> int:
         """``finish(fns, *args)``, which finishes encoders into the command buffers ``handles``
@@ -191,7 +207,7 @@ class NativePath:
         after the GPU was done: a dispatch and a 16-byte read-back took 92 us blocking, 60
         spinning), then blocking, which leaves the core to others. No lock of ours is held."""
         landed = self.hot.dml_wait(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S,
-                                   self.null if ticket is None else ticket, self.poller)
+                                   self.null if ticket is None else ticket)
         if landed == -1:
             raise DeviceLostError(f"a buffer map did not complete in {MAP_TIMEOUT_S} s on an idle queue; "
                                   "the device is lost")

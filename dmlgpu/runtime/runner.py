@@ -57,11 +57,12 @@ from ..errors import AdapterError, DeviceLostError
 from ..plan import Capabilities
 from .adapters import choose_adapter, release_device, request_device
 from .backend import Backend
-from .hot import SPIN_S, hot_copier
+from .hot import hot_copier, settings
 from .memory import Memory
 from .native import Deferred, NativePath, native_unsupported
 from .programs import Programs
 from .public import PublicPath
+from .recorder import check_device
 from .transfers import Transfers
 
 #: Features used when the adapter has them. "mappable-primary-buffers" lets a small call's
@@ -81,9 +82,100 @@ class _MappableWarning(logging.Filter):
 
 logging.getLogger("wgpu").addFilter(_MappableWarning())
 
+def _check_limits(limits, needs: dict) -> None:
+    """An ``AdapterError`` naming every limit of a caller's device below what ``needs`` asks."""
+    short = [name for name, (least, _) in needs.items() if limits.get(name, 0) < least]
+    if short:
+        why = "; ".join(f"{name} is {limits.get(name)}, but {needs[name][1]} (at least {needs[name][0]})"
+                        for name in short)
+        asks = ", ".join(f"{name!r}: {needs[name][0]}" for name in short)
+        raise AdapterError(f"the wgpu device lacks what dmlgpu needs: {why}. Request the device "
+                           f"with required_limits={{{asks}}} (or a smaller dmlgpu Tuning.workgroup_size)")
+
+
+def _open(name: str | None, int64: bool | None, device, needs: dict | None) -> tuple:
+    """(adapter, wgpu device, features used, limits): the adapter ``name`` picks opened with the
+    features of ``_WANTED_FEATURES`` it has; or the caller's ``device`` as it is, its limits
+    checked against ``needs`` (``Runner.__init__``)."""
+    if device is None:
+        adapter = choose_adapter(name)
+        available, where = set(adapter.features), f"adapter {adapter.info['device']!r}"
+    else:
+        check_device(device)
+        adapter = device.adapter
+        available, where = set(device.features), "the wgpu device (request it with that feature)"
+    wanted = [f for f in _WANTED_FEATURES if f in available]
+    if int64 is False:
+        wanted = [f for f in wanted if f != "shader-int64"]
+    elif int64 is True and "shader-int64" not in available:
+        raise AdapterError(f"int64 is True, but {where} lacks shader-int64")
+    if device is not None:
+        _check_limits(device.limits, needs or {})
+        return adapter, device, frozenset(wanted), device.limits
+    limits = adapter.limits
+    device = request_device(
+        adapter,
+        required_features=wanted,
+        required_limits={
+            "max-storage-buffer-binding-size": limits["max-storage-buffer-binding-size"],
+            "max-buffer-size": limits["max-buffer-size"],
+        },
+    )
+    return adapter, device, frozenset(wanted), limits
+
+
 #: Recorded work reading at least this many bytes is submitted at once, so that the GPU runs
 #: it while Python records the next call; smaller work waits for the next read (one submit).
 SUBMIT_EARLY_BYTES = 4 << 20
+
+def _capabilities(features: set, limits, smaller: dict) -> Capabilities:
+    """What the planner may use of a device with these features and limits, made ``smaller``
+    (``Runner``) where asked."""
+    capabilities = Capabilities(
+        max_storage_binding=limits["max-storage-buffer-binding-size"],
+        max_buffer=limits["max-buffer-size"],
+        max_workgroups_per_dim=limits["max-compute-workgroups-per-dimension"],
+        shader_int64="shader-int64" in features,
+        offset_alignment=limits["min-storage-buffer-offset-alignment"],
+        subgroups="subgroup" in features,
+        int64_atomics={"shader-int64", "shader-int64-atomic-all-ops"} <= features,
+    )
+    for name, value in smaller.items():
+        if value > getattr(capabilities, name):
+            raise AdapterError(f"smaller[{name!r}] is {value}, above the adapter's {getattr(capabilities, name)}")
+    return dataclasses.replace(capabilities, **smaller)
+
+
+def _choose_path(device) -> NativePath | PublicPath:
+    """The native path (``_hot.c``) unless DMLGPU_RUNNER says public or it cannot run here."""
+    wanted = os.environ.get("DMLGPU_RUNNER", "native").strip().lower()
+    if wanted not in ("native", "public"):
+        raise AdapterError(f"DMLGPU_RUNNER is {wanted!r}, but it must be 'native' or 'public'")
+    if wanted == "native":
+        reason = native_unsupported()
+        if reason is None:
+            try:
+                return NativePath(device)
+            except RuntimeError as err:  # no hot loop: installed without it, or it does not match
+                reason = str(err)
+        warnings.warn(f"dmlgpu: {reason}; using wgpu-py's public objects (slower small calls)", stacklevel=3)
+    return PublicPath(device)
+
+
+class _Batch:
+    """Small calls committed together (``Runner.commit``): one submission for all of them. Their
+    threads wait on the batch's own condition (of the runner's lock), so that a batch done
+    wakes its threads alone, and one thread of the next batch to lead it."""
+
+    __slots__ = ("calls", "reads", "done", "error", "turn")
+
+    def __init__(self, lock) -> None:
+        self.calls: list = []  # DmlCall pointers
+        self.reads: list = []  # buffers they map as they are (reads in place)
+        self.done = False
+        self.error: BaseException | None = None
+        self.turn = threading.Condition(lock)
+
 
 class Runner:
     """One wgpu device: its pipeline cache, the order of work on its queue, its lifetime, and
@@ -91,46 +183,26 @@ class Runner:
 
     # Long: opening a device is one sequence (adapter, features, limits, capabilities, backend,
     # the queue's state, the rooms), each step reading the one before.
-    def __init__(self, adapter: str | None = None, *, int64: bool | None = None, smaller: dict | None = None):
+    def __init__(self, adapter: str | None = None, *, int64: bool | None = None, smaller: dict | None = None,
+                 device=None, needs: dict | None = None):
         """``smaller``: act as if the adapter bound and held less (``max_storage_binding``,
         ``max_buffer``: tensors beyond one binding; ``memory``: bytes of buffers the runner
-        may hold at once), so that tests reach those paths on small inputs."""
-        self.adapter = choose_adapter(adapter)
-        available = set(self.adapter.features)
-        wanted = [f for f in _WANTED_FEATURES if f in available]
-        if int64 is False:
-            wanted = [f for f in wanted if f != "shader-int64"]
-        elif int64 is True and "shader-int64" not in available:
-            raise AdapterError(f"int64 is True, but adapter {self.name!r} lacks shader-int64")
-        self.features = frozenset(wanted)
-        limits = self.adapter.limits
+        may hold at once), so that tests reach those paths on small inputs.
+
+        ``device``: a wgpu device of the caller's to run on, rather than one opened here
+        (``Device.from_wgpu``): its queue is used, its features (those of ``_WANTED_FEATURES``
+        it has) and limits are taken as they are, checked first against ``needs`` (limit name:
+        (least value, why): ``programs.required_limits``), and ``close`` leaves it working."""
+        self.owns_device = device is None
+        self.adapter, self.device, self.features, limits = _open(adapter, int64, device, needs)
         smaller = dict(smaller or {})
         memory_limit = smaller.pop("memory", None)
-        self.device = request_device(
-            self.adapter,
-            required_features=wanted,
-            required_limits={
-                "max-storage-buffer-binding-size": limits["max-storage-buffer-binding-size"],
-                "max-buffer-size": limits["max-buffer-size"],
-            },
-        )
-        self.capabilities = Capabilities(
-            max_storage_binding=limits["max-storage-buffer-binding-size"],
-            max_buffer=limits["max-buffer-size"],
-            max_workgroups_per_dim=limits["max-compute-workgroups-per-dimension"],
-            shader_int64="shader-int64" in self.features,
-            offset_alignment=limits["min-storage-buffer-offset-alignment"],
-            subgroups="subgroup" in self.features,
-            int64_atomics={"shader-int64", "shader-int64-atomic-all-ops"} <= self.features,
-        )
-        for name, value in smaller.items():
-            if value > getattr(self.capabilities, name):
-                raise AdapterError(f"smaller[{name!r}] is {value}, above the adapter's {getattr(self.capabilities, name)}")
-        self.capabilities = dataclasses.replace(self.capabilities, **smaller)
-        self.path: Backend[Any] = self._choose_path()
+        self.capabilities = _capabilities(self.features, limits, smaller)
+        self.path: Backend[Any] = _choose_path(self.device)
         if isinstance(self.path, NativePath) and self.adapter.info["adapter_type"] != "CPU":
-            self.path.spin_s = SPIN_S
-            self.path.copier = hot_copier()
+            threads = settings()
+            self.path.spin_s = threads["spin_us"] * 1e-6
+            self.path.copier = hot_copier(threads["copy_helpers"], self.path.spin_s)
         # small outputs in mappable memory: a NumPy call's kit binds its staging (kits.Kit), a
         # resident call writes a buffer a read maps as it is (Memory.storage(readable=True));
         # on the native path, whose dispatches are recorded at their submit (Deferred)
@@ -142,9 +214,15 @@ class Runner:
         self._pending: list = []
         self._pending_bytes = 0
         self._pending_uses: set = set()
-        # buffers mapped for a read in place, which no submit may use (module docstring)
+        # buffers mapped for a read in place, which no submit may use, and those a read in place
+        # has claimed before its map starts (module docstring)
         self.mapped: set = set()
-        self.unmapped = threading.Condition(self.lock)
+        self.reading: set = set()
+        # small calls committed since the last submission (``commit``), and whether a thread is
+        # submitting a batch of them now (then no other submit or queue write may start)
+        self._batch = _Batch(self.lock)
+        self._committing = False
+        self.changed = threading.Condition(self.lock)  # mapped, reading or _committing changed
         self._queued = False  # small writes queued since the last submit (``Transfers.write``)
         # write staging that pending work copies out of, mapped again after its submit
         self._remap: list = []
@@ -152,20 +230,6 @@ class Runner:
         self.memory = Memory(self, memory_limit)
         self.transfers = Transfers(self, os.cpu_count() or 1)
         self.programs = Programs(self)
-
-    def _choose_path(self) -> NativePath | PublicPath:
-        wanted = os.environ.get("DMLGPU_RUNNER", "native").strip().lower()
-        if wanted not in ("native", "public"):
-            raise AdapterError(f"DMLGPU_RUNNER is {wanted!r}, but it must be 'native' or 'public'")
-        if wanted == "native":
-            reason = native_unsupported()
-            if reason is None:
-                try:
-                    return NativePath(self.device)
-                except RuntimeError as err:  # no hot loop: no compiler, or it does not match
-                    reason = str(err)
-            warnings.warn(f"dmlgpu: {reason}; using wgpu-py's public objects (slower small calls)", stacklevel=3)
-        return PublicPath(self.device)
 
     @property
     def name(self) -> str:
@@ -205,14 +269,15 @@ class Runner:
         return err
 
     def close(self) -> None:
-        """Destroy every buffer this runner made and the device itself; later use raises."""
+        """Destroy every buffer this runner made and, where it opened the device, the device
+        itself; a caller's device (``owns_device`` False) is left working. Later use raises."""
         with self.lock:
             if self._lost is not None and self._lost.startswith("was closed"):
                 return
             for encoder in self._pending:
                 encoder.drop()
             self._pending, self._remap = [], []
-            self.unmapped.notify_all()
+            self.changed.notify_all()
             for m in self.memory.writes.clear():  # let their maps land: a pending map keeps its
                 try:                              # buffer (and wgpu-py's, its device) alive
                     self.path.wait(m, None)
@@ -222,40 +287,23 @@ class Runner:
             self.memory.take_kept()  # the device's destroy below destroys them all
             self.programs.clear()
             self.transfers.close()
-            self.memory.forget()
-            release_device(self.device)
+            self.memory.forget(destroy=not self.owns_device)  # (the caller's device lives on)
+            if self.owns_device:
+                release_device(self.device)
+            else:
+                self.programs.close()
 
     # ------------------------------------------------------------------ recording and submitting
 
-    def encode(self, steps, clear=None, timestamps=None, copies=(), into=None):
+    def encode(self, steps, clear=None, copies=(), into=None):
         """An encoder (``into``, or a new one) with ``clear`` zeroed, the steps (pipeline, bind
         group, grid), then ``copies`` (src, src offset, dst, dst offset, size) recorded; not
-        finished, and with no pass left open: ``submit`` finishes it.
-
-        ``timestamps`` = (query set, first index): the begin time is written before the
-        clear (or by the first pass) and the end time by the last pass. If recording fails, a
+        finished, and with no pass left open: ``submit`` finishes it. If recording fails, a
         new encoder is dropped; ``into`` is never handed in half-recorded (only copies, which
-        open no pass, are added to one).
-        """
+        open no pass, are added to one)."""
         encoder = into or self.path.encoder()
         try:
-            if timestamps is None:
-                encoder.record(clear, steps)
-                for copy in copies:
-                    encoder.copy(*copy)
-                return encoder
-            queries, first = timestamps
-            if clear:  # an empty pass, so that the clear is inside the timing
-                encoder.stamp(queries, first)
-            for buffer in clear or ():
-                encoder.clear(buffer)
-            for i, (pipeline, bind_group, grid) in enumerate(steps):
-                indices = {}
-                if i == 0 and not clear:
-                    indices["beginning_of_pass_write_index"] = first
-                if i == len(steps) - 1:
-                    indices["end_of_pass_write_index"] = first + 1
-                encoder.dispatch(pipeline, bind_group, grid, {"query_set": queries, **indices} if indices else None)
+            encoder.record(clear, steps)
             for copy in copies:
                 encoder.copy(*copy)
             return encoder
@@ -315,7 +363,10 @@ class Runner:
 
     def submit_pending(self, writes: bool = True) -> None:
         """Submit the recorded work (and, with ``writes``, the queued writes) if there is any,
-        e.g. before a buffer they may use is destroyed. Under the lock."""
+        e.g. before a buffer they may use is destroyed; in any case, return when no batch of
+        committed calls is being submitted (a queue write may follow). Under the lock."""
+        while self._committing:
+            self.changed.wait()
         if self._pending or (writes and (self._queued or self._remap)):
             self.submit()
 
@@ -324,8 +375,10 @@ class Runner:
         ``uses``), with the queued writes ahead of them, and ``read`` = (src, offset, map of a
         MAP_READ staging buffer): its copy recorded last and its map started
         (``path.submit``). The submission's ticket; None where there was nothing to submit.
-        Under the lock; waits (letting go of it) while the work uses a buffer mapped for a
-        read in place."""
+        Under the lock; waits (letting go of it) while a batch of committed calls is being
+        submitted (``commit``), and while the work uses a buffer mapped for a read in place."""
+        while self._committing:
+            self.changed.wait()
         if self.mapped:
             self._wait_unmapped(read[0] if read is not None else None, uses)
         encoders, self._pending, self._pending_bytes = self._pending + list(extra) if extra else self._pending, [], 0
@@ -353,29 +406,68 @@ class Runner:
             mapped = self.mapped
             if mapped.isdisjoint(self._pending_uses) and read not in mapped and mapped.isdisjoint(uses):
                 return
-            self.unmapped.wait()
+            self.changed.wait()
             self.check()
 
-    def submit_call(self, c, handles) -> None:
-        """Submit the recorded work with the native small call ``c`` (a ``DmlCall``, ``kits.Kit``)
-        recorded after it, in one submit; writes staged or queued before go first, in order.
-        (The kit's own buffers are its alone: no other thread maps them.)"""
-        assert isinstance(self.path, NativePath)  # (only the native path has kits)
+    def commit(self, call, reads=None) -> None:
+        """Submit the native small call ``call`` (a ``DmlCall``: a kit's, ``kits.Kit``, or a read
+        in place's) after the recorded work, in one submission with the calls other threads
+        commit meanwhile (a group commit: wgpu-native's submit and poll take turns inside it, so
+        a round trip a thread did not get more done from more threads). One thread at a time
+        leads: it takes every call waiting, and the recorded work, and records and submits
+        them with one encoder, outside the lock (``_lead``); the calls that arrive meanwhile
+        wait for the next batch, which one of their threads leads. The call's maps are started
+        in that submission and its ticket set. ``reads``: the buffer the call maps as it is (a
+        read in place), in ``mapped`` from the submission on. Without the lock held."""
         with self.lock:
             self.check()
-            if self._remap or self._queued:
-                self.submit()
-            elif self.mapped:
+            batch = self._batch
+            batch.calls.append(call)
+            if reads is not None:
+                batch.reads.append(reads)
+            while not batch.done:
+                if self._committing:
+                    batch.turn.wait()
+                else:
+                    self._lead()
+        if batch.error is not None:
+            raise batch.error
+
+    def _lead(self) -> None:
+        """Submit the batch waiting (``commit``) with the recorded work and the queued writes,
+        its record and submit outside the lock (the calls arriving meanwhile join the next
+        batch); no other submit or queue write starts until it is done. Under the lock."""
+        assert isinstance(self.path, NativePath)  # (only the native path commits small calls)
+        self._committing = True
+        batch, self._batch = self._batch, _Batch(self.lock)
+        remap: list = []
+        try:
+            self.check()
+            if self.mapped:
                 self._wait_unmapped(None, ())
-            pending, self._pending, self._pending_bytes = self._pending, [], 0
-            self._pending_uses = set()
+            pending, self._pending, self._pending_bytes, self._pending_uses = self._pending, [], 0, set()
+            self._queued = False  # (queue writes land ahead of the next submission: this one)
+            remap, self._remap = self._remap, []
+            self.lock.release()
             try:
-                self.path.call(c, pending, handles)
-            except wgpu.GPUError as err:
-                raise self.gpu_error(err) from None
+                self.path.submit_calls(pending, batch.calls)
             finally:
+                self.lock.acquire()
                 for encoder in pending:
                     encoder.drop()
+            self.mapped.update(batch.reads)
+            if remap:
+                self.transfers.remapped(remap)
+        except BaseException as err:
+            for m in remap:
+                self.memory.destroy(m.buffer)
+            batch.error = self.gpu_error(err) if isinstance(err, wgpu.GPUError) else err
+        finally:
+            batch.done = True
+            self._committing = False
+            batch.turn.notify_all()
+            self._batch.turn.notify()  # one thread of the calls that arrived meanwhile leads them
+            self.changed.notify_all()  # (submits waiting for the batch to go)
 
     def flush(self) -> None:
         """Submit the recorded work."""

@@ -145,6 +145,49 @@ class HostCopies:
         all_done(parts)
 
 
+class Rings:
+    """The staging rings of large transfers (MAP_WRITE for uploads, MAP_READ for reads), each
+    taken by one transfer at a time: at most ``most`` of a kind out at once."""
+
+    def __init__(self, runner: "Runner"):
+        self.runner: Runner = cast("Runner", weakref.proxy(runner))
+        self.most = MAX_RINGS
+        self._out = {True: 0, False: 0}  # rings taken by transfers in flight, by write
+        self.back = threading.Condition(runner.lock)  # a ring came back (or the device closed)
+
+    def take(self, write: bool, chunk: int, depth: int) -> list:
+        """A ring of ``depth`` buffers of ``chunk`` bytes: a kept one, else a new one while
+        fewer than ``most`` are out, else the next to come back. Each entry is [buffer,
+        pending map]."""
+        runner, memory = self.runner, self.runner.memory
+        with runner.lock:
+            runner.check()
+            kept = memory.rings.setdefault(write, [])
+            while not kept and self._out[write] >= self.most:
+                self.back.wait()
+                runner.check()
+            if kept:
+                ring = kept.pop()
+            else:
+                usage = MAP_WRITE if write else MAP_READ
+                ring = [[memory.create(chunk, usage), None] for _ in range(depth)]
+            self._out[write] += 1
+            return ring
+
+    def give(self, write: bool, ring: list, ok: bool) -> None:
+        """Keep a ring for the next transfer, or destroy it after a failure (a buffer of it may
+        be mid-map)."""
+        runner, memory = self.runner, self.runner.memory
+        with runner.lock:
+            self._out[write] -= 1
+            self.back.notify()
+            if ok and runner.usable:
+                memory.rings.setdefault(write, []).append(ring)
+                return
+            for buffer, _ in ring:
+                memory.destroy(buffer)
+
+
 class Transfers:
     """The paths bytes take between the host and one runner's GPU buffers."""
 
@@ -155,14 +198,12 @@ class Transfers:
         self.queue_write_max = QUEUE_WRITE_MAX
         self.copies = HostCopies(cores)
         self._read_maps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # readable buffer -> its map
-        self.max_rings = MAX_RINGS
-        self._rings_out = {True: 0, False: 0}  # rings taken by transfers in flight, by write
-        self._ring_back = threading.Condition(runner.lock)  # a ring came back
+        self.rings = Rings(runner)
 
     def close(self) -> None:
         """End the copy threads, and wake transfers waiting for a ring (they find the device
         closed). Under the runner's lock."""
-        self._ring_back.notify_all()
+        self.rings.back.notify_all()
         self.copies.close()
 
     # ------------------------------------------------------------------ writes
@@ -228,39 +269,6 @@ class Transfers:
 
     # ------------------------------------------------------------------ large transfers
 
-    def _take_ring(self, write: bool) -> list:
-        """A staging ring for uploads (MAP_WRITE) or reads (MAP_READ), taken for one transfer:
-        a kept one, else a new one while fewer than ``max_rings`` are out, else the next to
-        come back. Each entry is [buffer, pending map]."""
-        runner, memory = self.runner, self.runner.memory
-        with runner.lock:
-            runner.check()
-            kept = memory.rings.setdefault(write, [])
-            while not kept and self._rings_out[write] >= self.max_rings:
-                self._ring_back.wait()
-                runner.check()
-            if kept:
-                ring = kept.pop()
-            else:
-                usage = MAP_WRITE if write else MAP_READ
-                ring = [[memory.create(self.ring_chunk, usage), None] for _ in range(self.ring_depth)]
-            self._rings_out[write] += 1
-            self.copies.start()
-            return ring
-
-    def _give_ring(self, write: bool, ring: list, ok: bool) -> None:
-        """Keep a ring for the next transfer, or destroy it after a failure (a buffer of it may
-        be mid-map)."""
-        runner, memory = self.runner, self.runner.memory
-        with runner.lock:
-            self._rings_out[write] -= 1
-            self._ring_back.notify()
-            if ok and runner.usable:
-                memory.rings.setdefault(write, []).append(ring)
-                return
-            for buffer, _ in ring:
-                memory.destroy(buffer)
-
     def upload(self, buffer, source: np.ndarray | Rows, offset: int = 0,
                on_chunk: Callable[[int], Any] | None = None) -> None:
         """Stream ``source`` into ``buffer`` (see ``_upload``), Ctrl-C held back meanwhile."""
@@ -279,7 +287,8 @@ class Transfers:
         has arrived: it runs on the GPU while the next chunk is filled.
         """
         runner, path = self.runner, self.runner.path
-        ring = self._take_ring(True)
+        ring = self.rings.take(True, self.ring_chunk, self.ring_depth)
+        self.copies.start()
         whole = chunk = ring[0][0].size  # what a staging buffer holds, and what it is filled with
         if not isinstance(source, np.ndarray):
             if source.row_bytes > chunk:  # rows longer than a chunk: packed on the host first
@@ -317,7 +326,7 @@ class Transfers:
         except wgpu.GPUError as err:
             raise runner.gpu_error(err) from None
         finally:
-            self._give_ring(True, ring, ok)
+            self.rings.give(True, ring, ok)
 
     # ------------------------------------------------------------------ reads
 
@@ -337,54 +346,66 @@ class Transfers:
         if buffer.usage == READABLE and offset == 0 and nbytes <= buffer.size:
             return self._read_in_place(buffer, out)
         size = max(4, word_size(nbytes))
+        path = runner.path
         with runner.lock:
             runner.check()
-            m = memory.staging.take(size) or runner.path.new_map(memory.create(size, MAP_READ), size)
+            m = memory.staging.take(size) or path.new_map(memory.create(size, MAP_READ), size)
+            if not isinstance(path, NativePath):
+                try:
+                    ticket = runner.submit(read=(buffer, offset, m))
+                except BaseException:
+                    memory.destroy(m.buffer)
+                    raise
+        if isinstance(path, NativePath):  # committed with other threads' calls (Runner.commit)
+            call, ticket = path.read_call(m, buffer, offset)
             try:
-                ticket = runner.submit(read=(buffer, offset, m))
+                runner.commit(call)
             except BaseException:
-                memory.destroy(m.buffer)
+                with runner.lock:
+                    memory.destroy(m.buffer)
                 raise
         self._finish_read(m, ticket, out)
         return out
 
     def _read_in_place(self, buffer, out: np.ndarray) -> np.ndarray:
         """Read a buffer that passes wrote in mappable memory (``Memory.storage(readable=True)``)
-        through a map of its own: no copy into staging. From the submit that starts the map to
-        the unmap the buffer is in ``runner.mapped``, so that no other submit uses it meanwhile
-        (wgpu-native aborts the process on one; such a submit waits, others go ahead), and
-        another read of it waits its turn; the wait itself holds no lock. On the H100 a
+        through a map of its own: no copy into staging. From the submission that starts the map
+        (a batch of committed calls, ``Runner.commit``) to the unmap the buffer is in
+        ``runner.mapped``, so that no other submit uses it meanwhile (wgpu-native aborts the
+        process on one; such a submit waits, others go ahead), and another read of it waits its
+        turn (``runner.reading`` until then); the wait itself holds no lock. On the H100 a
         dispatch writing its 16 bytes straight into mapped memory took 45-49 us a round trip
         against 54-59 with a copy into staging."""
         runner, n = self.runner, self.runner.path
         assert isinstance(n, NativePath)  # (a readable buffer needs in_place, which needs it)
         with runner.lock:
             runner.check()
-            while buffer in runner.mapped:  # another thread reads it now
-                runner.unmapped.wait()
+            while buffer in runner.mapped or buffer in runner.reading:  # another thread reads it now
+                runner.changed.wait()
                 runner.check()
             m = self._read_maps.get(buffer)
             if m is None:  # (it holds the handle, not the buffer, which may go with its tensor)
                 m = self._read_maps[buffer] = n.new_map(Handle(buffer._internal), buffer.size)
-            if m.call is not None:
-                m.call[0].ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
-            ticket = runner.submit(read=(buffer, 0, m))
-            runner.mapped.add(buffer)
+            call, ticket = n.read_call(m, buffer, 0)
+            call.ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
+            runner.reading.add(buffer)
         try:
+            runner.commit(call, reads=buffer)  # (in runner.mapped from its submission on)
             n.wait(m, ticket)
             n.drain(m, out)
         except BaseException as err:
             # Once submitted, the buffer (its tensor's) may be mid-map or mapped: it can be
             # neither destroyed nor used again, so the device is taken as lost.
             with runner.lock:
-                if m.call is not None and m.call[0].ticket != 0:
+                if call.ticket != 0:
                     self._read_maps.pop(buffer, None)
                     runner.lose(f"a read failed with its buffer mapped: {err!r}")
             raise
         finally:
             with runner.lock:
                 runner.mapped.discard(buffer)
-                runner.unmapped.notify_all()
+                runner.reading.discard(buffer)
+                runner.changed.notify_all()
         return out
 
     def _finish_read(self, m, ticket, out: np.ndarray) -> None:
@@ -402,7 +423,8 @@ class Transfers:
     def _read_streamed(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
         """Large reads: the host copies chunk i out while the GPU copies the chunks after it."""
         runner, path = self.runner, self.runner.path
-        ring = self._take_ring(False)
+        ring = self.rings.take(False, self.ring_chunk, self.ring_depth)
+        self.copies.start()
         chunk = ring[0][0].size
         starts = list(range(0, out.nbytes, chunk))
         tickets: dict[int, object] = {}
@@ -435,7 +457,7 @@ class Transfers:
         except wgpu.GPUError as err:
             raise runner.gpu_error(err) from None
         finally:
-            self._give_ring(False, ring, ok)
+            self.rings.give(False, ring, ok)
         return out
 
     def read(self, buffer, nbytes: int) -> bytes:

@@ -1,0 +1,84 @@
+"""Calls per second from 1 to 16 threads, to find what keeps small calls from overlapping: our
+calls (GPU-resident in as users write them, NumPy in and out) under several spin settings
+(``dmlgpu.configure(spin_us=...)``: how long a wait polls without blocking first), beside the
+bare wgpu-native round trip (``gpu_timers.bare_round_trips``: a dispatch, a 16-byte read-back,
+a map polled, nothing of ours in between) from as many threads, each with its own buffers.
+
+    python benchmarks/thread_scaling.py [--seconds 0.5] [--spins 500,0,50] [--json out.json]
+
+If the bare round trips do not get more done from more threads, the limit is wgpu-native's
+(its locks), not ours; what a blocking poll holds is a lead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+
+import numpy as np
+
+import dmlgpu
+from dmlgpu.bench.gpu_timers import bare_round_trips
+from dmlgpu.bench.throughput import rate
+
+THREADS = (1, 2, 4, 8, 16)
+
+
+def bare_rate(runner, threads: int, seconds: float) -> float:
+    """Bare wgpu-native round trips per second from ``threads`` threads, each running its own loop."""
+    per_call = float(np.median(bare_round_trips(runner, 50)))
+    calls = max(10, int(seconds / per_call / threads))
+    done = []
+    start = threading.Barrier(threads + 1)
+
+    def loop() -> None:
+        start.wait()
+        done.append(len(bare_round_trips(runner, calls)))
+
+    workers = [threading.Thread(target=loop) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    began = time.perf_counter()
+    start.wait()
+    for w in workers:
+        w.join()
+    return sum(done) / (time.perf_counter() - began)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=0.5)
+    parser.add_argument("--spins", default="500,0,50", help="spin_us settings to try, comma-separated")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    x = np.random.default_rng(0).standard_normal((1, 151936)).astype(np.float32)
+    report: dict = {"seconds": args.seconds, "threads": THREADS, "results": {}}
+    before = dmlgpu.configure()
+    for spin in (int(s) for s in args.spins.split(",")):
+        dmlgpu.configure(spin_us=spin)
+        device = dmlgpu.Device()
+        t = device.upload(x)
+        variants = {"resident": lambda t=t: dmlgpu.argmax(t, 1).numpy(),
+                    "numpy": lambda device=device: dmlgpu.argmax(x, 1, device=device)}
+        for name, fn in variants.items():
+            rate(fn, 1, 0.2)  # warm
+            rates = {n: rate(fn, n, args.seconds) for n in THREADS}
+            report["results"][f"{name} spin={spin}"] = rates
+            print(f"{name:<9} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()), flush=True)
+        if device.runner.path.name == "native":
+            rates = {n: bare_rate(device.runner, n, args.seconds) for n in THREADS}
+            report["results"][f"bare spin={spin}"] = rates
+            print(f"{'bare':<9} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()), flush=True)
+        t.release()
+        device.close()
+    dmlgpu.configure(**before)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
