@@ -1,10 +1,12 @@
 """dmlgpu.dask.numpy held to dask.array and to NumPy on the same inputs.
 
 The randomized test checks 3,000 cases of each function (argmax, argmin, nanargmax,
-nanargmin): every type, 0-d to 3-d arrays with sizes of 0 to 5, chunks of one piece, single
-elements, random cuts and empty pieces, chunks of unknown size, ``axis`` None, ints, tuples
-and bad ones, ``keepdims``, ``split_every`` and ``out``; values from small pools (ties, NaN,
-+-0, +-inf), with all-NaN slices on purpose. Each case is made twice, by dask.array and by
+nanargmin) against both dask.array and NumPy (some hundred more against NumPy alone: a tuple
+``axis`` has no dask.array answer), and that each function's cases drew all of these between
+them (``WANTED``): every type, 0-d to 3-d arrays with sizes of 0 to 5, chunks of one piece,
+single elements, random cuts and empty pieces, chunks of unknown size, ``axis`` None, ints,
+tuples (and bad ones, refused when the graph is built), ``keepdims``, ``split_every`` and
+``out``; values from small pools (ties, NaN, +-0, +-inf), with all-NaN slices on purpose. Each case is made twice, by dask.array and by
 dmlgpu, from the same Dask array: the graph's shape, chunks and dtype, or the exception class
 raised when it is built, must be dask.array's; the computed value (value, dtype, shape and
 Python type) or the exception class raised at ``compute()`` must be NumPy's where dask.array's
@@ -300,6 +302,7 @@ def run_round(cases: list, rng, tally: dict) -> None:
         tally[case["name"]] += 1
         if case["theirs"] is None:
             continue
+        tally[f"{case['name']} vs dask.array"] += 1
         theirs = case["theirs_computed"]
         if theirs[0] == got[0] and (got[0] == "raises" and type(got[1]) is type(theirs[1])
                                     or got[0] == "value" and same_value(got[1], theirs[1])):
@@ -307,6 +310,32 @@ def run_round(cases: list, rng, tally: dict) -> None:
         deviation = dask_deviation(case, case["holder"].values, want, theirs)
         assert deviation, f"{describe(case)}: dask.array {theirs}, dmlgpu {got}, NumPy {want}"
         tally[deviation] += 1
+
+
+def features(case: dict) -> set[str]:
+    """What a computed case exercised, for the test to show that each target was drawn."""
+    x, chunks, want = case["holder"].values, case["chunks"], case["want"]
+    axis = case["axis"]
+    got = {f"type {case['dtype']}", f"split_every {case['split_every']}", f"keepdims {case['keepdims']}",
+           "axis " + ("tuple" if isinstance(axis, tuple) else "None" if axis is None else "int")}
+    got |= {label for label, there in [
+        ("0-d", x.ndim == 0), ("size-0 axis", 0 in x.shape), ("out", case["ours_out"] is not None),
+        ("uneven chunks", any(len(set(c)) > 1 for c in chunks)), ("empty chunk", any(0 in c for c in chunks)),
+        ("unknown chunks", bool(case["unknown"])), ("ties", x.size > np.unique(x).size),
+        ("raises at compute", want[0] == "raises"),
+        ("All-NaN slice", want[0] == "raises" and str(want[1]) == "All-NaN slice encountered")] if there}
+    if x.dtype.kind == "f":
+        got |= {label for label, there in [("NaN", np.isnan(x).any()), ("+inf", (x == np.inf).any()),
+                                           ("-inf", (x == -np.inf).any()), ("-0.0", (np.signbit(x) & (x == 0)).any())]
+                if there}
+    return got
+
+
+#: What each function's computed cases must have exercised between them.
+WANTED = ({f"type {t}" for t in TYPES} | {f"split_every {s}" for s in (None, 2, 3, 4, "dict")}
+          | {"keepdims False", "keepdims True", "axis None", "axis int", "axis tuple", "0-d", "size-0 axis", "out",
+             "uneven chunks", "empty chunk", "unknown chunks", "ties", "raises at compute", "NaN", "+inf", "-inf",
+             "-0.0"})
 
 
 @pytest.fixture
@@ -329,7 +358,9 @@ def many_layouts(monkeypatch):
 @pytest.mark.usefixtures("many_layouts")
 def test_equals_dask_array_and_numpy_on_random_cases():
     rng = np.random.default_rng([SEED, 28])
-    tally = {name: 0 for name in FUNCTIONS} | {"graph errors": 0, "flat ties": 0, "nan first chunk": 0}
+    tally = {name: 0 for name in FUNCTIONS} | {f"{name} vs dask.array": 0 for name in FUNCTIONS}
+    tally |= {"graph errors": 0, "flat ties": 0, "nan first chunk": 0}
+    covered: dict[str, set[str]] = {name: set() for name in FUNCTIONS}
     cases = []
     for name in FUNCTIONS:
         for number in range(TEMPLATES):
@@ -340,8 +371,14 @@ def test_equals_dask_array_and_numpy_on_random_cases():
                 tally["graph errors"] += 1
             else:
                 cases.append(case)
-    while min(tally[name] for name in FUNCTIONS) < CASES:
-        run_round([c for c in cases if tally[c["name"]] < CASES], rng, tally)
+    while min(tally[f"{name} vs dask.array"] for name in FUNCTIONS) < CASES:  # (and so against NumPy)
+        chosen = [c for c in cases if tally[f"{c['name']} vs dask.array"] < CASES]
+        run_round(chosen, rng, tally)
+        for case in chosen:
+            covered[case["name"]] |= features(case)
+    for name in FUNCTIONS:
+        wanted = WANTED | ({"All-NaN slice"} if name.startswith("nan") else set())
+        assert wanted <= covered[name], f"{name}: never drawn: {sorted(wanted - covered[name])}"
     assert tally["graph errors"] > 20, tally  # bad axes, unknown chunks along a reduced axis: drawn
     assert tally["flat ties"] + tally["nan first chunk"] < CASES // 5, tally
     print(tally)
