@@ -23,6 +23,18 @@ cluster each, from ``dmlgpu.dask.local_cluster``), each measurement runs once un
 - ``dask-numpy``: ``x.argmax(axis=0).compute()``, Dask's NumPy argmax on the same workers
   (``--threads`` threads each; ``--cpu-threads N`` adds a run on one worker of N threads).
 
+``--numpy-surface`` (issue 28: the NumPy-flavoured surface costs nothing more) adds
+``dmlgpu.dask.numpy.argmax(x, 0).compute()`` (``dmlgpu-np``) and ``dmlgpu.dask.argmax`` with the
+operator its chunks run (``dmlgpu-i64``: int64 indices, NaN propagating), and times these two
+and ``dmlgpu`` interleaved, round by round, each first in turn, with the workers' task stream
+recorded throughout: each line then also gives the median seconds the workers spent in that
+run's tasks (on lavapipe the GPU is the host's CPU, so this is the GPU's time and the chunk
+functions' host work) and the graph's size, and the last lines the ratios. Both surfaces
+dispatch one operator a chunk, the merges are NumPy's, so their GPU time differs only by the
+chunk's operator: its GPU time (timestamp queries, ``--repeats`` runs of each interleaved, on
+the client's default device) is printed for ``dmlgpu``'s (UINT32, NaN ignored) and
+``dmlgpu.dask.numpy``'s (INT64, NaN propagating).
+
 Per GPU: the bytes of the chunks its worker holds over the median wall time. Each line says
 the median, the GB/s in total and per GPU, and how many transfers between workers one more
 run made (the JSON adds the seconds each worker spent in tasks); the dmlgpu answer is checked
@@ -118,6 +130,70 @@ def timed(fn, repeats: int) -> tuple[list[float], object]:
     return samples, result
 
 
+def timed_together(runs: dict, repeats: int, client) -> dict:
+    """``runs`` (name -> function) each once untimed, then ``repeats`` rounds of all of them,
+    each first in turn, under one task stream: name -> (wall seconds, seconds the workers spent
+    in its tasks, last result)."""
+    from distributed import get_task_stream
+
+    for fn in runs.values():
+        fn()
+    order = list(runs.items())
+    windows: list[tuple[str, float, float]] = []
+    walls: dict[str, list[float]] = {name: [] for name in runs}
+    results = {}
+    with get_task_stream(client) as stream:
+        for r in range(repeats):
+            for name, fn in order[r % len(order):] + order[:r % len(order)]:
+                begin, start = time.time(), time.perf_counter()
+                results[name] = fn()
+                walls[name].append(time.perf_counter() - start)
+                windows.append((name, begin, time.time()))
+    tasks = [0.0] * len(windows)  # each call's tasks ran inside its window: compute() waits for them
+    for task in stream.data:
+        for s in task["startstops"]:
+            if s["action"] == "compute":
+                k = next(i for i, (_, b, e) in enumerate(windows) if b <= s["start"] <= e)
+                tasks[k] += s["stop"] - s["start"]
+    return {name: (walls[name], [t for (n, _, _), t in zip(windows, tasks) if n == name], results[name])
+            for name in runs}
+
+
+def surface_runs(x) -> tuple[dict, dict]:
+    """``--numpy-surface``'s runs: name -> compute function, and name -> the graph's size."""
+    import dmlgpu.dask as dd
+    import dmlgpu.dask.numpy as ddn
+
+    graphs = {"dmlgpu": lambda: dd.argmax(x, 0),
+              "dmlgpu-i64": lambda: dd.argmax(x, 0, nan_mode="propagate", output_data_type="int64"),
+              "dmlgpu-np": lambda: ddn.argmax(x, 0)}
+    return ({name: (lambda g=g: g().compute()) for name, g in graphs.items()},
+            {name: len(g().__dask_graph__()) for name, g in graphs.items()})
+
+
+def chunk_gpu_times(chunks, repeats: int, seed: int) -> dict:
+    """GPU seconds (median of ``repeats``, interleaved) of the operator each surface runs on a
+    chunk of ``chunks``: name -> seconds, on the default device."""
+    import dmlgpu
+    from dmlgpu import ArgMaxOperatorDesc, TensorDesc
+    from dmlgpu.bench.gpu_timers import operator_gpu_times
+
+    device = dmlgpu.default_device()
+    source = device.upload(random_block(seed, (0, 0), chunks))
+    out_shape = (1,) + tuple(chunks[1:])
+    ops = {}
+    for name, out_type, nan_mode in (("dmlgpu", "UINT32", "ignore"), ("dmlgpu-np", "INT64", "propagate")):
+        desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", chunks), TensorDesc(out_type, out_shape), axes=[0])
+        compiled = device.compile(desc, nan_mode=nan_mode)
+        ops[name] = (compiled, device.empty(compiled.output_desc))
+        operator_gpu_times(compiled, source, ops[name][1], 2)  # warm
+    times: dict[str, list[float]] = {name: [] for name in ops}
+    for r in range(repeats):
+        for name in list(ops)[r % 2:] + list(ops)[:r % 2]:
+            times[name] += operator_gpu_times(ops[name][0], source, ops[name][1], 1).tolist()
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
     from distributed import Client, get_task_stream
 
@@ -135,9 +211,16 @@ def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
                                            dtype=np.float32).compute(),
             "dask-numpy": lambda: x.argmax(axis=0).compute(),
         }
-        answers = {}
+        answers, together, sizes = {}, {}, {}
+        if args.numpy_surface:
+            surface, sizes = surface_runs(x)
+            together = timed_together(surface, args.repeats, client)
+            runs = surface | {name: fn for name, fn in runs.items() if name not in surface}
         for name, fn in runs.items():
-            samples, answers[name] = timed(fn, args.repeats)
+            if name in together:
+                samples, task_s, answers[name] = together[name]
+            else:
+                (samples, answers[name]), task_s = timed(fn, args.repeats), None
             median = statistics.median(samples)
             with get_task_stream(client) as stream:  # one more run, to see where its time went
                 fn()
@@ -153,7 +236,11 @@ def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
                          # seconds each worker spent in tasks, and transfers between workers
                          "busy_s_per_worker": {gpus[w]: busy[w] for w in pinned},
                          "transfers": sum(s["action"] == "transfer" for t in stream.data for s in t["startstops"])})
-        rows[0]["correct"] = bool(np.array_equal(answers["dmlgpu"].ravel(), answers["dask-numpy"].ravel()))
+            if task_s is not None:
+                rows[-1].update(task_s=task_s, task_s_median=statistics.median(task_s), graph_tasks=sizes[name])
+        for row in rows:
+            if row["measure"].startswith("dmlgpu"):
+                row["correct"] = bool(np.array_equal(answers[row["measure"]].ravel(), answers["dask-numpy"].ravel()))
     if args.cpu_threads and len(adapters) == 1:
         rows.append(cpu_baseline(args, shape, chunks))
     return rows
@@ -183,6 +270,8 @@ def line(row: dict) -> str:
         text += f"  {label}: " + ", ".join(f"{k} {v:.2f}" for k, v in row["gbps_per_gpu"].items())
     if "transfers" in row:
         text += f"  ({row['transfers']} transfers)"
+    if "task_s" in row:
+        text += f"  tasks {row['task_s_median'] * 1e3:.1f} ms, graph {row['graph_tasks']} tasks"
     if "correct" in row:
         text += "  answer " + ("matches Dask's NumPy argmax" if row["correct"] else "DIFFERS from Dask's NumPy argmax")
     return text
@@ -199,6 +288,9 @@ def main() -> int:
     parser.add_argument("--cpu-threads", type=int, default=0,
                         help="also time Dask's NumPy argmax on one worker of this many threads (default: skip)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement (median reported)")
+    parser.add_argument("--numpy-surface", action="store_true",
+                        help="also dmlgpu.dask.numpy.argmax and dmlgpu.dask.argmax with its operator, interleaved "
+                             "with dmlgpu (see the docstring)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
     args = parser.parse_args()
@@ -237,7 +329,21 @@ def main() -> int:
     for n in counts:
         summary[f"of_upload_{n}"] = dml[n]["gbps_total"] / up[n]["gbps_total"]
         print(f"gpus={n}: dmlgpu at {summary[f'of_upload_{n}']:.0%} of merely uploading the chunks (target >= 80%)")
-    ok = all(r["correct"] for r in dml.values())
+    for n in counts if args.numpy_surface else []:
+        row = {r["measure"]: r for r in results if r["gpus"] == n}
+        for base in ("dmlgpu", "dmlgpu-i64"):
+            summary[f"numpy_over_{base}_{n}"] = {
+                "wall": row["dmlgpu-np"]["seconds"] / row[base]["seconds"],
+                "tasks": row["dmlgpu-np"]["task_s_median"] / row[base]["task_s_median"],
+                "graph_equal": row["dmlgpu-np"]["graph_tasks"] == row[base]["graph_tasks"]}
+            print(f"gpus={n}: dmlgpu.dask.numpy over {base}: wall x{summary[f'numpy_over_{base}_{n}']['wall']:.3f}, "
+                  f"task time x{summary[f'numpy_over_{base}_{n}']['tasks']:.3f}, graph sizes "
+                  + ("equal" if summary[f"numpy_over_{base}_{n}"]["graph_equal"] else "DIFFER") + " (target: equal, within 2%)")
+    if args.numpy_surface:
+        gpu = summary["chunk_gpu_s"] = chunk_gpu_times(chunks, max(args.repeats, 21), args.seed)
+        print(f"GPU time of a chunk's operator: dmlgpu {gpu['dmlgpu'] * 1e3:.3f} ms, dmlgpu.dask.numpy "
+              f"{gpu['dmlgpu-np'] * 1e3:.3f} ms (x{gpu['dmlgpu-np'] / gpu['dmlgpu']:.3f}; target within 2%)")
+    ok = all(r["correct"] for r in results if "correct" in r)
     if args.json:
         report = {"config": {"shape": shape, "chunks": chunks, "dtype": "float32", "axes": [0], "bytes": nbytes,
                              "adapters": adapters, "adapter_names": [listed[a].info["device"] for a in adapters],
