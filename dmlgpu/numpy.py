@@ -386,23 +386,25 @@ def _check_out(op: str, out, shape) -> None:
         raise ValueError("WRITEBACKIFCOPY base is read-only")
 
 
-def _reduce(op: str, x: np.ndarray, axes: tuple[int, ...], *, nan_mode: str = "propagate", device=None) -> np.ndarray:
-    """The ``intp`` indices over ``axes`` (ascending) of ``x``, the reduced axes dropped
-    (INCREASING; NaN as ``nan_mode`` says; on ``device``, default the default device).
+def _reduce(op: str, x: np.ndarray, axes: tuple[int, ...], *, nan_mode: str = "propagate", device=None,
+            index_type=np.intp) -> np.ndarray:
+    """The indices over ``axes`` (ascending) of ``x``, the reduced axes dropped (INCREASING;
+    NaN as ``nan_mode`` says; on ``device``, default the default device), as ``index_type``
+    (``intp``; the GPU writes it, any output type the operators take).
     NumPy takes up to 64 dimensions, a DirectML tensor 1 to 8: beyond 8 the reduced axes
     are moved to the end and ``x`` is seen as 2-D (kept, reduced), which keeps the row-major
     flat index over the reduced axes."""
     kept = [i for i in range(x.ndim) if i not in axes]
     shape = tuple(x.shape[i] for i in kept)
     if x.size == 0:  # nothing to reduce into: an empty result, as NumPy gives
-        return np.empty(shape, np.intp)
+        return np.empty(shape, index_type)
     if x.ndim > MAX_RANK:
         x = x.transpose(kept + list(axes)).reshape(math.prod(shape), -1)
         axes = (1,)
     boolean = x.dtype == np.bool_
     if boolean:
         x = x.view(np.uint8)  # no copy
-    result = getattr(api, op)(x, axes, output_data_type=np.intp, nan_mode=nan_mode, device=device)
+    result = getattr(api, op)(x, axes, output_data_type=index_type, nan_mode=nan_mode, device=device)
     if boolean:
         result = _as_bools(op, x, axes, result, device)
     return result.reshape(shape)

@@ -211,9 +211,10 @@ class _Rules:
                             f"can this; call x.compute_chunk_sizes() first")
 
     def local(self, op: str, block: np.ndarray, axes, nan_mode, device) -> np.ndarray:
-        """The chunk's own indices over ``axes`` (``intp``, size 1 on them)."""
+        """The chunk's own indices over ``axes`` (size 1 on them), UINT32 as ``dmlgpu.dask``'s
+        partials take them (a chunk holds fewer than 2**32 elements): the same operator runs."""
         mode = NanMode.parse(nan_mode, "nan_mode").value
-        index = dnp._reduce(op, block, axes, nan_mode=mode, device=device)
+        index = dnp._reduce(op, block, axes, nan_mode=mode, device=device, index_type=np.uint32)
         return index.reshape([1 if i in axes else n for i, n in enumerate(block.shape)])
 
     def final(self, op: str, block: np.ndarray, axes, device):
