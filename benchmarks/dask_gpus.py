@@ -24,16 +24,17 @@ cluster each, from ``dmlgpu.dask.local_cluster``), each measurement runs once un
   (``--threads`` threads each; ``--cpu-threads N`` adds a run on one worker of N threads).
 
 ``--numpy-surface`` (issue 28: the NumPy-flavoured surface costs nothing more) adds
-``dmlgpu.dask.numpy.argmax(x, 0).compute()`` (``dmlgpu-np``) and ``dmlgpu.dask.argmax`` with the
-operator its chunks run (``dmlgpu-i64``: int64 indices, NaN propagating), and times these two
-and ``dmlgpu`` interleaved, round by round, each first in turn, with the workers' task stream
-recorded throughout: each line then also gives the median seconds the workers spent in that
-run's tasks (on lavapipe the GPU is the host's CPU, so this is the GPU's time and the chunk
-functions' host work) and the graph's size, and the last lines the ratios. Both surfaces
-dispatch one operator a chunk, the merges are NumPy's, so their GPU time differs only by the
-chunk's operator: its GPU time (timestamp queries, ``--repeats`` runs of each interleaved, on
-the client's default device) is printed for ``dmlgpu``'s (UINT32, NaN ignored) and
-``dmlgpu.dask.numpy``'s (INT64, NaN propagating).
+``dmlgpu.dask.numpy.argmax(x, 0).compute()`` (``dmlgpu-np``) and
+``dmlgpu.dask.argmax(x, 0, nan_mode="propagate", output_data_type="int64")`` (``dmlgpu-i64``:
+the operator ``dmlgpu-np``'s chunks run and its result type, so that the two differ only by
+``dmlgpu.dask.numpy``'s Python), and times these two and ``dmlgpu`` interleaved, each round in
+a random order, with the workers' task stream recorded throughout: each line then also gives
+the median seconds the workers spent in that run's tasks (on lavapipe the GPU is the host's
+CPU, so this is the GPU's time and the chunk functions' host work) and the graph's size, and
+the last lines the ratios. Each surface dispatches one operator a chunk and merges with
+NumPy, so their GPU time differs only by the chunk's operator: its GPU time (timestamp
+queries, ``--repeats`` runs of each interleaved, on the client's default device) is printed
+for ``dmlgpu``'s (UINT32, NaN ignored) and ``dmlgpu.dask.numpy``'s (UINT32, NaN propagating).
 
 Per GPU: the bytes of the chunks its worker holds over the median wall time. Each line says
 the median, the GB/s in total and per GPU, and how many transfers between workers one more
@@ -46,6 +47,7 @@ let a worker upload one chunk while it finishes another; ``--threads 1`` shows t
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import platform
@@ -130,31 +132,31 @@ def timed(fn, repeats: int) -> tuple[list[float], object]:
     return samples, result
 
 
-def timed_together(runs: dict, repeats: int, client) -> dict:
+def timed_together(runs: dict, repeats: int, client, seed: int) -> dict:
     """``runs`` (name -> function) each once untimed, then ``repeats`` rounds of all of them,
-    each first in turn, under one task stream: name -> (wall seconds, seconds the workers spent
-    in its tasks, last result)."""
+    each round in a random order, under one task stream: name -> (wall seconds, seconds the
+    workers spent in its tasks, last result)."""
     from distributed import get_task_stream
 
     for fn in runs.values():
         fn()
-    order = list(runs.items())
+    rng = np.random.default_rng(seed)
     windows: list[tuple[str, float, float]] = []
     walls: dict[str, list[float]] = {name: [] for name in runs}
     results = {}
     with get_task_stream(client) as stream:
-        for r in range(repeats):
-            for name, fn in order[r % len(order):] + order[:r % len(order)]:
+        for _ in range(repeats):
+            for name in rng.permutation(list(runs)).tolist():
                 begin, start = time.time(), time.perf_counter()
-                results[name] = fn()
+                results[name] = runs[name]()
                 walls[name].append(time.perf_counter() - start)
                 windows.append((name, begin, time.time()))
+    begins = [b for _, b, _ in windows]
     tasks = [0.0] * len(windows)  # each call's tasks ran inside its window: compute() waits for them
     for task in stream.data:
         for s in task["startstops"]:
             if s["action"] == "compute":
-                k = next(i for i, (_, b, e) in enumerate(windows) if b <= s["start"] <= e)
-                tasks[k] += s["stop"] - s["start"]
+                tasks[bisect.bisect_right(begins, s["start"]) - 1] += s["stop"] - s["start"]
     return {name: (walls[name], [t for (n, _, _), t in zip(windows, tasks) if n == name], results[name])
             for name in runs}
 
@@ -182,7 +184,7 @@ def chunk_gpu_times(chunks, repeats: int, seed: int) -> dict:
     source = device.upload(random_block(seed, (0, 0), chunks))
     out_shape = (1,) + tuple(chunks[1:])
     ops = {}
-    for name, out_type, nan_mode in (("dmlgpu", "UINT32", "ignore"), ("dmlgpu-np", "INT64", "propagate")):
+    for name, out_type, nan_mode in (("dmlgpu", "UINT32", "ignore"), ("dmlgpu-np", "UINT32", "propagate")):
         desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", chunks), TensorDesc(out_type, out_shape), axes=[0])
         compiled = device.compile(desc, nan_mode=nan_mode)
         ops[name] = (compiled, device.empty(compiled.output_desc))
@@ -214,7 +216,7 @@ def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
         answers, together, sizes = {}, {}, {}
         if args.numpy_surface:
             surface, sizes = surface_runs(x)
-            together = timed_together(surface, args.repeats, client)
+            together = timed_together(surface, args.repeats, client, args.seed)
             runs = surface | {name: fn for name, fn in runs.items() if name not in surface}
         for name, fn in runs.items():
             if name in together:
