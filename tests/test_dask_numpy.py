@@ -29,7 +29,6 @@ import inspect
 import math
 import os
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -47,6 +46,8 @@ import dmlgpu.dask as dd  # noqa: E402
 import dmlgpu.dask.numpy as ddn  # noqa: E402
 from dmlgpu.axes import AxisError  # noqa: E402
 from dmlgpu.runtime import programs  # noqa: E402
+
+from _support import outcome, over_axes  # noqa: E402
 
 FUNCTIONS = ["argmax", "argmin", "nanargmax", "nanargmin"]
 TYPES = ["bool", "float32", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
@@ -137,15 +138,6 @@ def draw_template(rng, name: str, number: int) -> dict:
             "out": rng.integers(10) == 0}
 
 
-def outcome(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return "value", fn(*args, **kwargs)
-        except Exception as err:  # the class is what is compared
-            return "raises", err
-
-
 def build(case: dict) -> None:
     """The Dask array of the case and both graphs (or the exceptions building them raised)."""
     holder = Holder(case["shape"], case["dtype"])
@@ -219,13 +211,7 @@ def numpy_reference(case: dict, x: np.ndarray):
         return outcome(lambda: np.intp(0) if not (name.startswith("nan") and np.isnan(x)) else getattr(np, name)(x))
     if not isinstance(axis, tuple):
         return outcome(getattr(np, name), x, axis=axis, keepdims=case["keepdims"])
-    axes = sorted(a % ndim for a in axis)
-    kept = [i for i in range(ndim) if i not in axes]
-    flat_x = x.transpose(kept + axes).reshape([x.shape[i] for i in kept] + [math.prod(x.shape[i] for i in axes)])
-    kind, answer = outcome(getattr(np, name), flat_x, axis=-1)
-    if kind == "value" and case["keepdims"]:
-        answer = np.reshape(answer, [1 if i in axes else n for i, n in enumerate(x.shape)])
-    return kind, answer
+    return outcome(over_axes, getattr(np, name), x, axis, case["keepdims"])
 
 
 def same_value(got, want) -> bool:

@@ -10,7 +10,6 @@ above all). Shapes come from a small set, so that the operators compile once.
 from __future__ import annotations
 
 import inspect
-import math
 import warnings
 
 import numpy as np
@@ -19,6 +18,8 @@ import pytest
 import dmlgpu
 import dmlgpu.numpy as dnp
 from dmlgpu.tensor import Tensor
+
+from _support import outcome, over_axes, view
 
 DTYPES = [np.bool_, np.float32, np.float16, np.int8, np.int16, np.int32, np.int64,
           np.uint8, np.uint16, np.uint32, np.uint64]
@@ -60,24 +61,6 @@ def values(dtype, shape, rng: np.random.Generator) -> np.ndarray:
     return x
 
 
-def view(x: np.ndarray, kind: str, rng: np.random.Generator) -> np.ndarray:
-    if x.ndim == 0 or kind == "packed":
-        return x
-    if kind == "transposed":
-        perm = rng.permutation(x.ndim)
-        return np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
-    if kind == "strided":
-        big = np.zeros([2 * n for n in x.shape], x.dtype)
-        big[tuple(slice(None, None, 2) for _ in x.shape)] = x
-        return big[tuple(slice(None, None, 2) for _ in x.shape)]
-    if kind == "broadcast" and x.size:
-        axis = int(np.argmax(x.shape))
-        return np.broadcast_to(x.take([0], axis=axis), x.shape)
-    if kind == "reversed":
-        return np.ascontiguousarray(x[::-1])[::-1]
-    return np.asfortranarray(x)
-
-
 def random_axis(ndim: int, rng: np.random.Generator):
     choice = rng.integers(4)
     if ndim == 0 or choice == 0:
@@ -88,28 +71,12 @@ def random_axis(ndim: int, rng: np.random.Generator):
     return int(rng.integers(-ndim, ndim))
 
 
-def outcome(fn, *args, **kwargs):
-    """What ``fn(*args, **kwargs)`` gives: ("value", result) or ("raises", exception)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return "value", fn(*args, **kwargs)
-        except Exception as err:  # the class is what is compared
-            return "raises", err
-
-
 def numpy_answer(op: str, x, axis, keepdims, out=None):
     """NumPy's ``op`` (nanargmax, nanargmin); a tuple of axes (dmlgpu's extension) as
     NumPy's answer over those axes flattened into one, with NumPy's all-NaN check."""
     if not isinstance(axis, tuple):
         return outcome(getattr(np, op), x, axis=axis, out=out, keepdims=keepdims)
-    axes = sorted(a % x.ndim for a in axis)
-    kept = [i for i in range(x.ndim) if i not in axes]
-    flat = x.transpose(kept + axes).reshape([x.shape[i] for i in kept] + [math.prod(x.shape[i] for i in axes)])
-    kind, answer = outcome(getattr(np, op), flat, axis=-1)
-    if kind == "value" and keepdims:
-        answer = np.reshape(answer, [1 if i in axes else n for i, n in enumerate(x.shape)])
-    return kind, answer
+    return outcome(over_axes, getattr(np, op), x, axis, keepdims)
 
 
 def assert_same(want, got, what: str) -> None:

@@ -18,6 +18,8 @@ import dmlgpu
 import dmlgpu.numpy as dnp
 from dmlgpu.tensor import Tensor
 
+from _support import over_axes, view
+
 try:
     from numpy.exceptions import AxisError
 except ImportError:  # NumPy < 1.25
@@ -53,36 +55,11 @@ def values(dtype, shape, rng: np.random.Generator) -> np.ndarray:
     return rng.choice(chosen, size=shape)
 
 
-def view(x: np.ndarray, kind: str, rng: np.random.Generator) -> np.ndarray:
-    """An array equal to ``x`` (or, for "broadcast", of its shape) laid out as ``kind``."""
-    if x.ndim == 0 or kind == "packed":
-        return x
-    if kind == "transposed":
-        perm = rng.permutation(x.ndim)
-        return np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
-    if kind == "strided":
-        big = np.zeros([2 * n for n in x.shape], x.dtype)
-        big[tuple(slice(None, None, 2) for _ in x.shape)] = x
-        return big[tuple(slice(None, None, 2) for _ in x.shape)]
-    if kind == "broadcast":
-        axis = int(np.argmax(x.shape))
-        return np.broadcast_to(x.take([0], axis=axis), x.shape)
-    if kind == "reversed":  # negative strides: copied before the upload
-        return np.ascontiguousarray(x[::-1])[::-1]
-    return np.asfortranarray(x)
-
-
 def numpy_answer(op: str, x: np.ndarray, axis, keepdims: bool):
     """NumPy's answer; a tuple of axes (dmlgpu's extension) as the flat index over them."""
     if not isinstance(axis, tuple):
         return getattr(np, op)(x, axis=axis, keepdims=keepdims)
-    axes = sorted(a % x.ndim for a in axis)
-    kept = [i for i in range(x.ndim) if i not in axes]
-    flat = x.transpose(kept + axes).reshape([x.shape[i] for i in kept] + [-1])
-    answer = getattr(np, op)(flat, axis=-1)
-    if keepdims:
-        answer = answer.reshape([1 if i in axes else n for i, n in enumerate(x.shape)])
-    return answer
+    return over_axes(getattr(np, op), x, axis, keepdims)
 
 
 def random_axis(ndim: int, rng: np.random.Generator):
