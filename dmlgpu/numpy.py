@@ -85,24 +85,12 @@ def argmax(a, axis=None, out=None, *, keepdims=NOVALUE):
     maximum (the first NaN wins), as in NumPy. Masked arrays, ``np.matrix`` and ndarray
     subclasses give what NumPy gives them (see the module's documentation).
     """
-    if out is None and type(a) is np.ndarray and (axis is None or type(axis) is int) and (
-            keepdims is NOVALUE or type(keepdims) is bool):  # a call like one seen before: no checks again
-        seen = _SEEN.get(("argmax", a.dtype, a.shape, axis, keepdims))
-        if seen is not None:
-            result = api._run(seen[0], a, None, "propagate").reshape(seen[1])
-            return result[()] if seen[2] else result
-    return _first("argmax", a, axis, out, keepdims)
+    return _call("argmax", a, axis, out, keepdims)
 
 
 def argmin(a, axis=None, out=None, *, keepdims=NOVALUE):
     """Indices of the minimum values along an axis, as ``numpy.argmin``, computed on the GPU."""
-    if out is None and type(a) is np.ndarray and (axis is None or type(axis) is int) and (
-            keepdims is NOVALUE or type(keepdims) is bool):
-        seen = _SEEN.get(("argmin", a.dtype, a.shape, axis, keepdims))
-        if seen is not None:
-            result = api._run(seen[0], a, None, "propagate").reshape(seen[1])
-            return result[()] if seen[2] else result
-    return _first("argmin", a, axis, out, keepdims)
+    return _call("argmin", a, axis, out, keepdims)
 
 
 def nanargmax(a, axis=None, out=None, *, keepdims=NOVALUE):
@@ -125,6 +113,18 @@ def nanargmin(a, axis=None, out=None, *, keepdims=NOVALUE):
 #: whether it is a NumPy scalar). Only NumPy arrays of 1 to 8 dimensions, not empty, not bool,
 #: with ``axis`` None or an int, ``keepdims`` not given or a bool, and no ``out``.
 _SEEN: dict = {}
+
+
+def _call(op: str, a, axis, out, keepdims):
+    """``argmax`` / ``argmin``: a call like one seen before (``_SEEN``) runs its operator with
+    no checks again; any other is checked and run in full (``_first``)."""
+    if out is None and type(a) is np.ndarray and (axis is None or type(axis) is int) and (
+            keepdims is NOVALUE or type(keepdims) is bool):
+        seen = _SEEN.get((op, a.dtype, a.shape, axis, keepdims))
+        if seen is not None:
+            result = api._run(seen[0], a, None, "propagate").reshape(seen[1])
+            return result[()] if seen[2] else result
+    return _first(op, a, axis, out, keepdims)
 
 
 def _first(op: str, a, axis, out, keepdims):
