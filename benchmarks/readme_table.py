@@ -77,6 +77,7 @@ def tables(report: dict, source: str) -> str:
         lines.append(f"| {_what(r)} | {_us(r['gpu_s'])} | {_us(lat['numpy']['p50_s'])} / {_us(lat['numpy']['p99_s'])} |"
                      f" {_us(lat['resident']['p50_s'])} / {_us(lat['resident']['p99_s'])} |"
                      f" {_us(lat['floor']['p50_s'])} | {native_cell} | {torch_cell} |")
+    lines += _as_written(results) + _throughput(results)
     lines += ["", "Transfers (NumPy in, NumPy out, median wall time; read-back into a new array, beside its bound:"
                   " a new array filled from host memory on as many threads):", "",
               "| case | dmlgpu | GB/s | np.argmax on the CPU (speed-up) | torch, pageable (speed-up) | upload GB/s |"
@@ -93,6 +94,46 @@ def tables(report: dict, source: str) -> str:
                           f" {_us(r['wall_per_call_s'])} a call against {_us(r['gpu_s'])} of GPU time,"
                           f" {r['pct_of_gpu_rate']:.0f}% of the rate the GPU allows."]
     return "\n".join(lines)
+
+
+#: The columns of calls as users write them: the run's name for each, and the header.
+AS_WRITTEN_COLUMNS = (("resident", "`argmax(t).numpy(); release()`"), ("resident_as_written", "`argmax(t).numpy()`"),
+                      ("numpy_module", "`dmlgpu.numpy.argmax(x)`"),
+                      ("numpy_module_resident", "`np.asarray(dmlgpu.numpy.argmax(t))`"), ("onnx", "ONNX `rep.run`"),
+                      ("numpy_quiet", "NumPy in, no helpers or spin"),
+                      ("resident_quiet", "`argmax(t).numpy()`, no helpers or spin"))
+
+
+def _as_written(results: list) -> list[str]:
+    """The small calls as users write them, p50 / p99 (runs that timed them)."""
+    rows = [r for r in results if r.get("latency") and r["status"] == "ok" and "resident_as_written" in r["latency_times"]]
+    if not rows:
+        return []
+    columns = [(name, head) for name, head in AS_WRITTEN_COLUMNS if any(name in r["latency_times"] for r in rows)]
+    lines = ["", "The same small calls as users write them (no `release()`), through the other doors, and on a device",
+             "opened with `dmlgpu.configure(copy_helpers=0, spin_us=0)`; p50 / p99, timed in turn with the above:", "",
+             "| case | " + " | ".join(head for _, head in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for r in rows:
+        lat = r["latency_times"]
+        cells = [f"{_us(lat[name]['p50_s'])} / {_us(lat[name]['p99_s'])}" if name in lat else "-" for name, _ in columns]
+        lines.append(f"| {_what(r)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _throughput(results: list) -> list[str]:
+    """Calls per second from several threads on one device (``throughput`` cases)."""
+    lines = []
+    for r in results:
+        if r["kind"] != "throughput" or r["status"] != "ok":
+            continue
+        calls = r["calls_per_s"]
+        threads = list(next(iter(calls.values())))
+        lines += ["", f"Calls per second from several threads at once on one device ({_what(r)}; resident as users"
+                      " write it, no `release()`; the variants take turns):", "",
+                  "| threads | " + " | ".join(calls) + " |", "|---" * (len(calls) + 1) + "|"]
+        for n in threads:
+            lines.append(f"| {n} | " + " | ".join(f"{by[n]:,.0f}" for by in calls.values()) + " |")
+    return lines
 
 
 def headline(report: dict, source: str) -> str:
@@ -119,7 +160,9 @@ def headline(report: dict, source: str) -> str:
         peer = f" (torch {_us(t['e2e_s'])})" if t.get("e2e_s") else ""
         peer_resident = f" (torch {_us(t['e2e_resident_s'])})" if t.get("e2e_resident_s") else ""
         lines.append(f"A small call ({_what(small)}): NumPy in, NumPy out {_us(lat['numpy']['p50_s'])} p50{peer};"
-                     f" GPU-resident in, NumPy out {_us(lat['resident']['p50_s'])}{peer_resident}.")
+                     f" GPU-resident in, NumPy out {_us(lat['resident']['p50_s'])}{peer_resident}"
+                     + (f", {_us(lat['resident_as_written']['p50_s'])} as users write it (no `release()`)."
+                        if "resident_as_written" in lat else "."))
     large = next((r for r in results if r["kind"] == "numpy" and r["status"] == "ok"), None)
     if large is not None:
         lines.append(f"A large NumPy call ({_what(large)}): {_us(large['e2e_s'])} NumPy in, NumPy out,"

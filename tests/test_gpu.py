@@ -430,6 +430,28 @@ def test_repeated_small_calls_create_nothing(device, monkeypatch):
     assert created == []
 
 
+def test_resident_outputs_of_many_threads_stay_bound(device, monkeypatch):
+    """Resident calls from many threads at once each write another output buffer of the pool:
+    an operator keeps the passes bound to each of up to ``BOUND_KEPT`` of them, so that 16
+    outputs in turn, bound once, are not bound again on the next rounds (a cache of 8 made a
+    bind group on most calls from 16 threads)."""
+    x = np.random.default_rng(3).standard_normal((2, 300)).astype(np.float32)
+    t = device.upload(x)
+    compiled = device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", (2, 300)), axes=[1]))
+    outputs = [compiled.run(t) for _ in range(16)]  # as 16 threads' calls in flight hold them
+    assert len({id(o._buffers[0]) for o in outputs}) == 16
+    bound = []
+    real_bind = device.runner.programs.bind
+    monkeypatch.setattr(device.runner.programs, "bind", lambda *a: bound.append(a) or real_bind(*a))
+    for _ in range(3):
+        for out in outputs:
+            assert compiled.run(t, out) is out
+    assert bound == []
+    assert all(out.numpy().ravel().tolist() == np.argmax(x, 1).tolist() for out in outputs)
+    for out in outputs + [t]:
+        out.release()
+
+
 def test_pipelines_are_reused(device):
     before = device.runner.programs.count
     for n in (10, 20, 30):

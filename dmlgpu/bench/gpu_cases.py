@@ -165,8 +165,28 @@ def _figures(result: dict, samples: dict[str, np.ndarray], nbytes: int, ceiling:
                                       "gpu_samples_s": samples[peer.name].tolist()}
 
 
-#: The latency figures of calls as users write them (``_as_written``), beside the bench's own.
-AS_WRITTEN = ("resident_as_written", "numpy_module", "numpy_module_resident", "onnx")
+#: The latency figures of calls as users write them (``_as_written``), beside the bench's own,
+#: and the same NumPy and as-written resident calls on a device opened with no copy helpers
+#: and no spinning (``_quiet``).
+AS_WRITTEN = ("resident_as_written", "numpy_module", "numpy_module_resident", "onnx", "numpy_quiet", "resident_quiet")
+
+
+def _quiet(bench: Bench, case: Case, x: np.ndarray) -> tuple[Any, dict[str, Timer]]:
+    """A second device on the bench's adapter opened with ``configure(copy_helpers=0,
+    spin_us=0)`` (the process's settings put back at once), its input uploaded, and timers of
+    its NumPy call (``numpy_quiet``) and its resident call as users write it
+    (``resident_quiet``): what the quiet setting costs, timed in turn with the rest."""
+    import dmlgpu
+
+    before = dmlgpu.configure(copy_helpers=0, spin_us=0)
+    try:
+        device = dmlgpu.Device(bench.device.name)
+    finally:
+        dmlgpu.configure(**before)
+    op = getattr(dmlgpu, case.op)
+    t = device.upload(x)
+    return device, {"numpy_quiet": call_timer(lambda: op(x, case.axes, device=device)),
+                    "resident_quiet": call_timer(lambda: op(t, case.axes).numpy())}
 
 
 def _as_written(case: Case, x: np.ndarray, inp) -> dict[str, Timer]:
@@ -216,7 +236,7 @@ def _end_to_end(bench: Bench, case: Case, x: np.ndarray, inp, result: dict, peer
     op = getattr(dmlgpu, case.op)
     budget, most = (LATENCY_BUDGET_S, LATENCY_MAX_CALLS) if case.latency else (E2E_BUDGET_S, 100)
     timers = {"numpy": call_timer(lambda: op(x, case.axes, device=bench.device))}
-    floor = None
+    floor = quiet = None
     if case.latency:
         def resident():
             r = op(inp, case.axes, device=bench.device)
@@ -225,6 +245,8 @@ def _end_to_end(bench: Bench, case: Case, x: np.ndarray, inp, result: dict, peer
 
         timers["resident"] = call_timer(resident)
         timers.update(_as_written(case, x, inp))
+        quiet, quiet_timers = _quiet(bench, case, x)
+        timers.update(quiet_timers)
         floor = timers["floor"] = FloorTimer(bench.runner)
         for name, upload in (("native_floor", None), ("native_floor_upload", x)):
             native = native_floor_timer(bench.runner, None if upload is None else
@@ -241,6 +263,8 @@ def _end_to_end(bench: Bench, case: Case, x: np.ndarray, inp, result: dict, peer
     finally:
         if floor is not None:
             floor.release()
+        if quiet is not None:
+            quiet.close()
     result["e2e_s"] = median(walls["numpy"])
     if case.latency:
         result["e2e_resident_s"] = median(walls["resident"])

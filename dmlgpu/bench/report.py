@@ -40,7 +40,8 @@ def header(peers: list[Peer]) -> str:
 
 #: How a line names the latency figures of calls as users write them (``gpu_cases._as_written``).
 AS_WRITTEN_LABELS = (("resident_as_written", "argmax(t).numpy()"), ("numpy_module", "dmlgpu.numpy"),
-                     ("numpy_module_resident", "np.asarray(dmlgpu.numpy(t))"), ("onnx", "onnx rep.run"))
+                     ("numpy_module_resident", "np.asarray(dmlgpu.numpy(t))"), ("onnx", "onnx rep.run"),
+                     ("numpy_quiet", "NumPy, no helpers or spin"), ("resident_quiet", "argmax(t).numpy(), no helpers or spin"))
 
 
 def line(result: dict, peers: list[Peer]) -> str:

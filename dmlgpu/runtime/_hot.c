@@ -271,7 +271,7 @@ DML_EXPORT H dml_record(const DmlFns *f, H device, H encoder, H clear, uint64_t 
  * caller checks for errors before it submits them: wgpu-native aborts the process on a
  * submit that fails (a command buffer of a failed finish, a lost device), where a failed
  * finish is reported to the error handler and can be raised. */
-DML_EXPORT void dml_finish(const DmlFns *f, H *encoders, size_t count) {
+static void dml_finish(const DmlFns *f, H *encoders, size_t count) {
     for (size_t i = 0; i < count; i++) {
         H encoder = encoders[i];
         encoders[i] = f->finish(encoder, f->buffer_descriptor);
@@ -285,7 +285,7 @@ DML_EXPORT void dml_release(const DmlFns *f, H *buffers, size_t count) {
 }
 
 /* Submit the command buffers in one submission and release them; the submission's index. */
-DML_EXPORT uint64_t dml_submit(const DmlFns *f, H queue, H *buffers, size_t count) {
+static uint64_t dml_submit(const DmlFns *f, H queue, H *buffers, size_t count) {
     DmlPoller *p = f->poller;
     if (p) atomic_fetch_add(&p->submitting, 1);
     uint64_t index = f->submit_for_index(queue, count, buffers);
@@ -505,10 +505,10 @@ DML_EXPORT size_t dml_record_calls(const DmlFns *f, H device, DmlCall *const *ca
 }
 
 /* Submit the command buffers (``dml_record_calls``) in one submission and start every call's
- * maps: its read-back's, and its upload staging's again; each call's ticket is the
- * submission's index. */
-DML_EXPORT void dml_submit_calls(const DmlFns *f, H queue, DmlCall *const *calls, size_t n, H *buffers,
-                                 size_t count) {
+ * maps: its read-back's, and its upload staging's again; each call's ticket, and the return
+ * value, is the submission's index. */
+DML_EXPORT uint64_t dml_submit_calls(const DmlFns *f, H queue, DmlCall *const *calls, size_t n, H *buffers,
+                                     size_t count) {
     uint64_t ticket = dml_submit(f, queue, buffers, count);
     for (size_t i = 0; i < n; i++) {
         DmlCall *c = calls[i];
@@ -517,4 +517,5 @@ DML_EXPORT void dml_submit_calls(const DmlFns *f, H queue, DmlCall *const *calls
         if (c->wstaging) dml_map(f, c->wstaging, 1, c->in_size, c->wstate);
     }
     dml_resume_polls(f);
+    return ticket;
 }

@@ -63,9 +63,7 @@ int dml_wait(const DmlFns *f, void *device, const DmlState *s, double spin_s, do
              const uint64_t *ticket);
 void *dml_record(const DmlFns *f, void *device, void *encoder, void *clear, uint64_t clear_size,
                  const DmlStep *steps, size_t n_steps);
-void dml_finish(const DmlFns *f, void **encoders, size_t count);
 void dml_release(const DmlFns *f, void **buffers, size_t count);
-uint64_t dml_submit(const DmlFns *f, void *queue, void **buffers, size_t count);
 typedef struct DmlCopier DmlCopier;
 DmlCopier *dml_copier_start(int helpers, double spin_s);
 int dml_copier_helpers(const DmlCopier *p);
@@ -75,7 +73,8 @@ int dml_fill(const DmlFns *f, DmlCopier *p, size_t parallel_above, void *buffer,
 int dml_drain(const DmlFns *f, void *buffer, size_t size, void *out, size_t nbytes);
 size_t dml_record_calls(const DmlFns *f, void *device, DmlCall *const *calls, size_t n, void **pending,
                         size_t n_pending);
-void dml_submit_calls(const DmlFns *f, void *queue, DmlCall *const *calls, size_t n, void **buffers, size_t count);
+uint64_t dml_submit_calls(const DmlFns *f, void *queue, DmlCall *const *calls, size_t n, void **buffers,
+                          size_t count);
 void dml_resume_polls(const DmlFns *f);
 """
 _hot_loaded: list = []  # [(ffi, lib)] once loaded, [None, reason] once it failed

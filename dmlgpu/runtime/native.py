@@ -131,12 +131,10 @@ class NativePath:
     def submit(self, encoders: list, read=None):
         """As ``PublicPath.submit``, through ``_hot.c``; the ticket is the submission's index."""
         if read is None:
-            handles = self.hot_ffi.new("void *[]", [e.take() for e in encoders])
-            self._finish(handles, self.hot.dml_finish, handles, len(encoders))
-            return self.hot_ffi.new("uint64_t *", self.hot.dml_submit(self.fns, self.queue, handles, len(encoders)))
+            return self.hot_ffi.new("uint64_t *", self.submit_calls(encoders, []))
         src, offset, m = read
         c, ticket = self.read_call(m, src, offset)
-        self.submit_calls(encoders, [c])  # (a dispatch before it recorded into its encoder)
+        self.submit_calls(encoders, [c])
         return ticket  # valid while the map is held
 
     def read_call(self, m: NativeMap, src, offset: int) -> tuple:
@@ -152,12 +150,13 @@ class NativePath:
         c.output, c.out_offset = src._internal, offset
         return m.call
 
-    def submit_calls(self, pending: list, calls: list) -> None:
+    def submit_calls(self, pending: list, calls: list) -> int:
         """Record the small calls ``calls`` (``DmlCall`` pointers) into one encoder after the
         ``pending`` work and submit it all in one submission, each call's maps started and its
         ticket set (``dml_record_calls``, ``dml_submit_calls``): what the threads that commit at
         once share. The pending dispatches after the last pending encoder (``Deferred``, as a
-        resident call leaves them) are recorded into that one encoder too, in order."""
+        resident call leaves them) are recorded into that one encoder too, in order. The
+        submission's index."""
         split = max((i + 1 for i, e in enumerate(pending) if type(e) is not Deferred or len(e.clear) > 1), default=0)
         encoders, deferred = pending[:split], pending[split:]
         kept, passes = [], []  # (the steps' C arrays live until the C calls return)
@@ -175,7 +174,7 @@ class NativePath:
         except BaseException:
             self.hot.dml_resume_polls(self.fns)
             raise
-        self.hot.dml_submit_calls(self.fns, self.queue, array, len(array), handles, count)
+        return self.hot.dml_submit_calls(self.fns, self.queue, array, len(array), handles, count)
 
     def put_passes(self, c, steps, clear=None):
         """Set ``steps`` on the ``DmlCall`` ``c``, after the buffer ``clear`` zeroed (None:
