@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import oracle
 from ..desc import lower
+from ..runtime.hot import configured
 from ..tensor import Tensor
 from ..errors import DescriptorError
 from .cases import Case
@@ -173,16 +174,13 @@ AS_WRITTEN = ("resident_as_written", "numpy_module", "numpy_module_resident", "o
 
 def _quiet(bench: Bench, case: Case, x: np.ndarray) -> tuple[Any, dict[str, Timer]]:
     """A second device on the bench's adapter opened with ``configure(copy_helpers=0,
-    spin_us=0)`` (the process's settings put back at once), its input uploaded, and timers of
+    spin_us=0)`` (the process's settings put back as they were at once), its input uploaded, and timers of
     its NumPy call (``numpy_quiet``) and its resident call as users write it
     (``resident_quiet``): what the quiet setting costs, timed in turn with the rest."""
     import dmlgpu
 
-    before = dmlgpu.configure(copy_helpers=0, spin_us=0)
-    try:
+    with configured(copy_helpers=0, spin_us=0):
         device = dmlgpu.Device(bench.device.name)
-    finally:
-        dmlgpu.configure(**before)
     op = getattr(dmlgpu, case.op)
     t = device.upload(x)
     return device, {"numpy_quiet": call_timer(lambda: op(x, case.axes, device=device)),

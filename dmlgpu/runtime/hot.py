@@ -9,6 +9,7 @@ check that ``_hot.c``'s structs match wgpu-native's.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 
@@ -110,6 +111,19 @@ def configure(*, copy_helpers: int | None = None, spin_us: int | None = None) ->
         if value is not None:
             _configured[name] = _checked_setting(name, value, name)
     return before
+
+
+@contextlib.contextmanager
+def configured(**values):
+    """``configure(**values)`` for the devices opened inside the block, then what was
+    configured before put back as it was (unset settings unset again, so the environment
+    counts once more), not pinned to the values they had (as ``configure(**before)`` does)."""
+    saved = dict(_configured)
+    configure(**values)
+    try:
+        yield
+    finally:
+        _configured.update(saved)
 
 
 def settings() -> dict:
