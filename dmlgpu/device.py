@@ -104,6 +104,7 @@ class Device:
         self._compiled = LruCache(KEPT_OPERATORS)
         self.by_call = LruCache(KEPT_OPERATORS)  # the NumPy-level API's operators, by call signature
         self._spans = LruCache(KEPT_OPERATORS)  # pieces.buffer_spans by descriptor, for ``empty``
+        self._views = LruCache(KEPT_OPERATORS)  # (descriptor, sizes) -> its view's and spans (Tensor.with_sizes)
         self._lock = threading.Lock()
 
     @property

@@ -175,14 +175,17 @@ class Tensor:
         desc = self.desc
         if sizes == desc.sizes:
             return self
-        if [n for n in sizes if n != 1] != [n for n in desc.sizes if n != 1]:
-            raise ValueError(f"sizes {list(sizes)} are not {list(desc.sizes)} with axes of size 1 added or dropped")
-        strides = None
-        if desc.strides is not None:
-            kept = iter([s for n, s in zip(desc.sizes, desc.strides) if n != 1])
-            strides = tuple(next(kept) if n != 1 else 0 for n in sizes)
-        view = TensorDesc(desc.data_type, sizes, strides, total_tensor_size_in_bytes=desc.total_tensor_size_in_bytes)
-        spans = buffer_spans(view, self.device.runner.capabilities)
+        seen = self.device._views.get((desc, sizes))  # (every dmlgpu.numpy call on a tensor makes one)
+        if seen is None:
+            if [n for n in sizes if n != 1] != [n for n in desc.sizes if n != 1]:
+                raise ValueError(f"sizes {list(sizes)} are not {list(desc.sizes)} with axes of size 1 added or dropped")
+            strides = None
+            if desc.strides is not None:
+                kept = iter([s for n, s in zip(desc.sizes, desc.strides) if n != 1])
+                strides = tuple(next(kept) if n != 1 else 0 for n in sizes)
+            view = TensorDesc(desc.data_type, sizes, strides, total_tensor_size_in_bytes=desc.total_tensor_size_in_bytes)
+            seen = self.device._views[(desc, sizes)] = (view, buffer_spans(view, self.device.runner.capabilities))
+        view, spans = seen
         if spans != self._spans:
             raise DataError(f"a tensor of sizes {list(desc.sizes)} held in {len(self._spans)} buffers cannot be "
                             f"seen as sizes {list(sizes)}: its buffers would split differently")
