@@ -22,6 +22,7 @@ import numpy as np
 import dmlgpu
 from dmlgpu.bench.gpu_timers import bare_round_trips
 from dmlgpu.bench.throughput import rate
+from dmlgpu.runtime.hot import configured
 
 THREADS = (1, 2, 4, 8, 16)
 
@@ -55,10 +56,9 @@ def main() -> int:
     args = parser.parse_args()
     x = np.random.default_rng(0).standard_normal((1, 151936)).astype(np.float32)
     report: dict = {"seconds": args.seconds, "threads": THREADS, "results": {}}
-    before = dmlgpu.configure()
     for spin in (int(s) for s in args.spins.split(",")):
-        dmlgpu.configure(spin_us=spin)
-        device = dmlgpu.Device()
+        with configured(spin_us=spin):
+            device = dmlgpu.Device()
         t = device.upload(x)
         variants = {"resident": lambda t=t: dmlgpu.argmax(t, 1).numpy(),
                     "numpy": lambda device=device: dmlgpu.argmax(x, 1, device=device)}
@@ -73,7 +73,6 @@ def main() -> int:
             print(f"{'bare':<9} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()), flush=True)
         t.release()
         device.close()
-    dmlgpu.configure(**before)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

@@ -98,7 +98,8 @@ def _checked_setting(name: str, value, where: str) -> int:
 
 def configure(*, copy_helpers: int | None = None, spin_us: int | None = None) -> dict:
     """Set the host threads and spinning of devices opened from now on; returns the settings
-    before (``settings()``), so that they can be put back with ``configure(**before)``.
+    before (``settings()``), so that they can be put back with ``configure(**before)`` (as
+    values set from then on: the environment no longer counts for them).
 
     ``copy_helpers``: threads that help copy a small call's input into mapped staging (0:
     none; default 3, fewer on hosts with fewer cores; ``DMLGPU_COPY_HELPERS``). ``spin_us``:
