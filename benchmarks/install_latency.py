@@ -4,7 +4,7 @@ no C compiler on PATH, CC unset and an empty home and cache, so that nothing cou
 at run time. Each process times ``--calls`` calls of llm_argmax's shape, (1, 151936) FLOAT32,
 NumPy in and out and GPU-resident in, after a warm-up, and reports p50 / p99 and its path.
 
-    python benchmarks/install_latency.py --install wheel=/tmp/wheel --install checkout=/tmp/new [--rounds 3]
+    python benchmarks/install_latency.py --install wheel=/tmp/wheel --install checkout=/tmp/new [--rounds 3] [--compiler]
 
 Each install is a folder put first on PYTHONPATH (a ``pip install --target``). Issue 26's
 target: the wheel's llm_argmax p50 within 10% of the checkout install's in the same run.
@@ -44,6 +44,8 @@ def main() -> int:
     parser.add_argument("--install", action="append", required=True, help="NAME=FOLDER (repeatable)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--compiler", action="store_true",
+                        help="keep PATH and CC: for installs that compile their hot loop at run time (before issue 26)")
     parser.add_argument("--json")
     args = parser.parse_args()
     installs = dict(item.split("=", 1) for item in args.install)
@@ -51,6 +53,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as home:
         base = {k: v for k, v in os.environ.items() if k not in ("CC", "PYTHONPATH", "XDG_CACHE_HOME")}
         base.update(PATH=os.path.join(home, "bin"), HOME=home, XDG_CACHE_HOME=os.path.join(home, "cache"))
+        if args.compiler:
+            base.update({k: os.environ[k] for k in ("PATH", "CC") if k in os.environ})
         for _ in range(args.rounds):
             for name, folder in installs.items():
                 env = dict(base, PYTHONPATH=os.pathsep.join([folder] + [p for p in sys.path if "site" in p]))
