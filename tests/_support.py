@@ -50,3 +50,35 @@ def over_axes(fn, x: np.ndarray, axis: tuple, keepdims: bool):
     flat = x.transpose(kept + axes).reshape([x.shape[i] for i in kept] + [math.prod(x.shape[i] for i in axes)])
     answer = fn(flat, axis=-1)
     return np.reshape(answer, [1 if i in axes else n for i, n in enumerate(x.shape)]) if keepdims else answer
+
+
+def random_chunks(rng, shape) -> tuple:
+    """A random chunking of ``shape``: per axis one chunk, single elements, or random cuts."""
+    chunks = []
+    for n in shape:
+        style = rng.integers(3)
+        if style == 0 or n == 1:
+            chunks.append((n,))
+        elif style == 1:
+            chunks.append((1,) * n)
+        else:
+            cuts = np.sort(rng.choice(np.arange(1, n), size=rng.integers(1, n), replace=False))
+            chunks.append(tuple(np.diff(np.concatenate([[0], cuts, [n]])).tolist()))
+    return tuple(chunks)
+
+
+class Duck:
+    """A chunk type that is not NumPy's (as CuPy's or sparse's)."""
+
+    def __init__(self, a):
+        self.a = np.asarray(a)
+        self.shape, self.dtype, self.ndim = self.a.shape, self.a.dtype, self.a.ndim
+
+    def __array_function__(self, func, types, args, kwargs):
+        return NotImplemented
+
+    def __getitem__(self, key):
+        return Duck(self.a[key])
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a

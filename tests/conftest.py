@@ -1,8 +1,11 @@
-"""Devices for the GPU tests.
+"""Devices for the GPU tests, and ``dask.array`` for the Dask tests.
 
-There is no skip here: with no adapter, opening the device raises, and every GPU test
-errors. CI (lavapipe) can therefore never pass by skipping.
+There is no skip for a missing GPU: with no adapter, opening the device raises, and every GPU
+test errors. CI (lavapipe) can therefore never pass by skipping. The Dask tests skip without
+dask only outside CI, which installs the test extra.
 """
+
+import os
 
 import pytest
 
@@ -25,3 +28,12 @@ def device_words():
 def any_device(request, device, device_words):
     """Both 64-bit paths; tests on 64-bit data run on each."""
     return device if request.param == "native" else device_words
+
+
+@pytest.fixture(scope="module")
+def da():
+    """dask.array, which CI must have (the test extra); elsewhere its tests skip without it."""
+    if os.environ.get("CI") == "true":
+        import dask.array  # CI installs the dask extra: never skip there
+        return dask.array
+    return pytest.importorskip("dask.array", reason="the dask extra is not installed: pip install dmlgpu[dask]")

@@ -26,6 +26,7 @@ import pytest
 import dmlgpu
 import dmlgpu.numpy as dnp
 from dmlgpu.errors import DataError, DescriptorError
+from _support import Duck
 
 try:
     from numpy.exceptions import AxisError
@@ -293,31 +294,6 @@ def test_numpy_bad_input_matches_numpy():
 
 
 # --- dmlgpu.dask ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def da():
-    if os.environ.get("CI") == "true":
-        import dask.array  # CI installs the dask extra: never skip there
-        return dask.array
-    return pytest.importorskip("dask.array", reason="the dask extra is not installed: pip install dmlgpu[dask]")
-
-
-class Duck:
-    """A chunk type that is not NumPy's (as CuPy's or sparse's)."""
-
-    def __init__(self, a):
-        self.a = np.asarray(a)
-        self.shape, self.dtype, self.ndim = self.a.shape, self.a.dtype, self.a.ndim
-
-    def __array_function__(self, func, types, args, kwargs):
-        return NotImplemented
-
-    def __getitem__(self, key):
-        return Duck(self.a[key])
-
-    def __array__(self, dtype=None, copy=None):
-        return self.a
 
 
 DASK_SHAPES = [((4, 6), (2, 3)), ((5,), (2,)), ((3, 4, 2), (2, 4, 1)), ((2, 3), (2, 3))]

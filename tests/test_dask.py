@@ -22,26 +22,12 @@ else:
     da = pytest.importorskip("dask.array", reason="the dask extra is not installed: pip install dmlgpu[dask]")
 
 import dmlgpu.dask as dd  # noqa: E402
+from _support import random_chunks  # noqa: E402
 
 INT_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
 ALL_TYPES = ["float32", "float16", *INT_TYPES]
 OUT_TYPES = ["uint32", "int32", "uint64", "int64"]
 NAN = np.nan
-
-
-def random_chunks(rng, shape) -> tuple:
-    """A random chunking of ``shape``: one chunk, single elements, or random cuts."""
-    chunks = []
-    for n in shape:
-        style = rng.integers(3)
-        if style == 0 or n == 1:
-            chunks.append((n,))
-        elif style == 1:
-            chunks.append((1,) * n)
-        else:
-            cuts = np.sort(rng.choice(np.arange(1, n), size=rng.integers(1, n), replace=False))
-            chunks.append(tuple(np.diff(np.concatenate([[0], cuts, [n]])).tolist()))
-    return tuple(chunks)
 
 
 def tie_heavy(rng, dtype, shape) -> np.ndarray:

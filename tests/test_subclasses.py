@@ -18,6 +18,7 @@ import pytest
 
 import dmlgpu
 import dmlgpu.numpy as dnp
+from _support import Duck, random_chunks
 
 DTYPES = [np.bool_, np.float32, np.float16, np.int8, np.int16, np.int32, np.int64,
           np.uint8, np.uint16, np.uint32, np.uint64]
@@ -362,30 +363,7 @@ def test_tensors_still_stay_on_the_gpu(device):
 # --- dmlgpu.dask: masked chunks honoured, other chunk types refused by name ----------------
 
 
-@pytest.fixture(scope="module")
-def da():
-    if os.environ.get("CI") == "true":
-        import dask.array  # CI installs the dask extra: never skip there
-        return dask.array
-    return pytest.importorskip("dask.array", reason="the dask extra is not installed: pip install dmlgpu[dask]")
-
-
 DASK_TYPES = [t for t in DTYPES if t is not np.bool_]  # dmlgpu.argmax takes no bool; dmlgpu.dask neither
-
-
-def random_chunks(rng, shape) -> tuple:
-    """One chunk, single elements, or random cuts, per axis."""
-    chunks = []
-    for n in shape:
-        style = rng.integers(3)
-        if style == 0 or n == 1:
-            chunks.append((n,))
-        elif style == 1:
-            chunks.append((1,) * n)
-        else:
-            cuts = np.sort(rng.choice(np.arange(1, n), size=rng.integers(1, n), replace=False))
-            chunks.append(tuple(np.diff(np.concatenate([[0], cuts, [n]])).tolist()))
-    return tuple(chunks)
 
 
 def masked_dask(da, x: np.ndarray, mask: np.ndarray, chunks, how: str):
@@ -444,36 +422,19 @@ def test_hardmax_refuses_masked_chunks(da):
             lazy.compute()
 
 
-class Duck:
-    """A stand-in for a CuPy or sparse chunk: not an ndarray, with __array_function__."""
-
-    def __init__(self, a):
-        self.a = np.asarray(a)
-        self.shape, self.dtype, self.ndim = self.a.shape, self.a.dtype, self.a.ndim
-
-    def __array_function__(self, func, types, args, kwargs):
-        return NotImplemented
-
-    def __getitem__(self, key):
-        return Duck(self.a[key])
-
-    def __array__(self, dtype=None, copy=None):
-        return self.a
-
-
 def test_other_chunk_types_are_refused_by_name(da):
     import dmlgpu.dask as dd
 
     x = da.from_array(np.arange(12, dtype=np.float32).reshape(3, 4), chunks=2)
     plain_meta = np.empty((0, 0), np.float32)
-    with pytest.raises(TypeError, match=r"x's chunks are test_subclasses.Duck \(x._meta shows it\), but dmlgpu.dask "
+    with pytest.raises(TypeError, match=r"x's chunks are _support.Duck \(x._meta shows it\), but dmlgpu.dask "
                                         r"reduces NumPy chunks"):
         dd.argmax(x.map_blocks(Duck, meta=Duck(plain_meta)), 0)
     with pytest.raises(TypeError, match=r"x's chunks are test_subclasses.OwnArgmax .*overrides ndarray.argmax"):
         dd.argmin(x.map_blocks(lambda b: b.view(OwnArgmax), meta=plain_meta.view(OwnArgmax)), 0)
     for fn, axes in ((dd.argmax, 0), (dd.argmin, 1), (dd.hardmax, (0, 1)), (dd.hardmax, 1)):
         lazy = fn(x.map_blocks(Duck, meta=plain_meta), axes)  # only computing shows the chunks' type
-        with pytest.raises(TypeError, match=r"^chunk \(\d, \d\) of x, on adapter '.+': the chunk is test_subclasses.Duck"):
+        with pytest.raises(TypeError, match=r"^chunk \(\d, \d\) of x, on adapter '.+': the chunk is _support.Duck"):
             lazy.compute()
     # a subclass that keeps ndarray's argmax is reduced as its values
     kept = x.map_blocks(lambda b: b.view(Labelled), meta=plain_meta.view(Labelled))
