@@ -39,7 +39,7 @@ GPU_CANDIDATES: dict[str, tuple[dict, ...]] = {
     "short_rows": ({}, {"loads_per_thread": 4}, {"loads_per_thread": 2}),
     "few_rows": ({}, {"min_chunk_per_lane": 64}, {"workgroup_size": 128}),
     "single": ({}, {"single_output_workgroup_size": 256}, {"batch": 4}),
-    "multi_axis": ({}, {"min_chunk_per_lane": 512}, {"min_chunk_per_lane": 512, "skip_min_quads": 0}),
+    "multi_axis": ({}, {"min_chunk_per_lane": 512}, {"min_chunk_per_lane": 512, "batch": 4}),
     "columns": ({}, {"columns_unroll": 4}, {"columns_interleave": False}),
 }
 SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
@@ -90,7 +90,7 @@ def probe(family: str, caps: Capabilities) -> ArgReduction:
         "short_rows": ((nbytes // short, short // size), (1,)),
         "few_rows": ((64, max(1024, min(nbytes // size // 64, 262144))), (1,)),
         "single": ((nbytes // size,), (0,)),
-        "multi_axis": ((64, max(1, nbytes // (64 * 16384)), 16384 // size), (0, 2)),
+        "multi_axis": ((max(2, nbytes // (256 * 16384)), 256, 16384 // size), (0, 2)),
         "columns": ((max(4, nbytes // 16384), 16384 // size), (0,)),
     }
     sizes, axes = shapes[name]
