@@ -26,6 +26,8 @@ import tempfile
 import threading
 import time
 import warnings
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -82,7 +84,9 @@ class Calibration:
     """A device's tunings by family: chosen once per adapter, measured where no choice is kept."""
 
     def __init__(self, device: "Device", mode: str | None = None):
-        self.device = device
+        # weak: the device holds its calibration, and a cycle would keep a closed device's
+        # buffers until the garbage collector ran
+        self.device: Device = weakref.proxy(device)
         caps = device.runner.capabilities
         self.caps = caps
         self.mode = mode or setting()
@@ -154,7 +158,8 @@ class Calibration:
         red = probe(family, self.caps)
         desc = ArgMaxOperatorDesc(red.input, axes=red.axes)
         device = self.device
-        ops = [device.compile_with(desc, tuning) for tuning in tunings]
+        with ThreadPoolExecutor(len(tunings)) as pool:  # compiled at once, outside the runner's lock
+            ops = list(pool.map(lambda tuning: device.compile_with(desc, tuning), tunings))
         compiled = time.perf_counter()
         x = _probe_data(red.input.data_type, red.input.sizes)
         source = device.upload(x, ops[0].input_desc)

@@ -85,12 +85,13 @@ def probe(family: str, caps: Capabilities) -> ArgReduction:
     nbytes = probe_bytes(caps)
     short = min(256, default_tuning(caps).rows_max_bytes)  # bytes of a row of short_rows
     row = min(16384, nbytes // 4096)  # bytes of a row of rows: a few thousand rows, unsplit
+    inner = min(16384, nbytes // 512)  # bytes of an inner row of multi_axis: a few of 256 outputs each
     shapes = {
         "rows": ((nbytes // row, row // size), (1,)),
         "short_rows": ((nbytes // short, short // size), (1,)),
         "few_rows": ((64, max(1024, min(nbytes // size // 64, 262144))), (1,)),
         "single": ((nbytes // size,), (0,)),
-        "multi_axis": ((max(2, nbytes // (256 * 16384)), 256, 16384 // size), (0, 2)),
+        "multi_axis": ((max(2, nbytes // (256 * inner)), 256, inner // size), (0, 2)),
         "columns": ((max(4, nbytes // 16384), 16384 // size), (0,)),
     }
     sizes, axes = shapes[name]
