@@ -36,11 +36,11 @@ SOFTWARE_TUNING = Tuning(
 #: on a CPU adapter, the GPU's default is a candidate too.
 GPU_CANDIDATES: dict[str, tuple[dict, ...]] = {
     "rows": ({}, {"workgroup_size": 128}),
-    "short_rows": ({}, {"loads_per_thread": 4}, {"loads_per_thread": 2}),
+    "short_rows": ({}, {"loads_per_thread": 4}),
     "few_rows": ({}, {"min_chunk_per_lane": 64}, {"workgroup_size": 128}),
     "single": ({}, {"single_output_workgroup_size": 256}, {"batch": 4}),
-    "multi_axis": ({}, {"min_chunk_per_lane": 512}, {"min_chunk_per_lane": 512, "batch": 4}),
-    "columns": ({}, {"columns_unroll": 4}, {"columns_interleave": False}),
+    "multi_axis": ({}, {"min_chunk_per_lane": 512, "batch": 4}),
+    "columns": ({}, {"columns_unroll": 4}),
 }
 SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
     family: ({}, {"workgroup_size": 64, "single_output_workgroup_size": 64, "several_rows_workgroup_size": 64})
