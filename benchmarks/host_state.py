@@ -13,7 +13,7 @@ that makes it (default: fresh,big,free,trim,sleep,torch,cupy,threads,fresh):
 
 Each state prints p50 us of the NumPy call's kit steps one by one (``dmlgpu/runtime/_hot.c`` behind
 each: waiting for the upload staging, the copy into it, record + submit, waiting for the
-result, the copy out), of the NumPy call and the resident call through the API, and of the
+result and copying it out), of the NumPy call and the resident call through the API, and of the
 bare wgpu-native round trip (``dmlgpu.bench.gpu_timers.bare_round_trips``); then per call, from ``getrusage``,
 minor and major page faults and voluntary and involuntary context switches of each. First,
 a host-to-host ``np.copyto`` of the row's bytes, beside which to read the copy into staging.
@@ -59,7 +59,7 @@ def main() -> None:
     resident = device.upload(x)
     for _ in range(300):
         dmlgpu.argmax(x, 1, device=device)
-    kit = device.by_call.get(next(iter(device.by_call)))._kits[0].call
+    kit = device.by_call.get(next(iter(device.by_call)))._kits[0]
     data, out = x.reshape(-1).view(np.uint8), np.empty(4, np.uint8)
     clock = time.perf_counter_ns
     copy, host = np.empty_like(data), []
@@ -72,7 +72,7 @@ def main() -> None:
           "faults/major/voluntary/involuntary switches a call")
 
     def measure(label: str) -> None:
-        steps = {k: [] for k in ("wait staging", "copy in", "submit", "wait", "copy out")}
+        steps = {k: [] for k in ("wait staging", "copy in", "submit", "wait + copy out")}
         api, res = [], []
         u0 = usage()
         for _ in range(args.calls):
@@ -81,14 +81,11 @@ def main() -> None:
             t1 = clock()
             path.fill(kit.wmap, data)
             t2 = clock()
-            with runner.lock:
-                path.call(kit.c, [], kit.handles)
+            runner.commit(kit.c)
             t3 = clock()
-            path.wait(kit.rmap, kit.ticket)
+            path.read(kit.rmap, kit.ticket, out)
             t4 = clock()
-            path.drain(kit.rmap, out)
-            t5 = clock()
-            for k, a, b in zip(steps, (t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5)):
+            for k, a, b in zip(steps, (t0, t1, t2, t3), (t1, t2, t3, t4)):
                 steps[k].append((b - a) / 1e3)
         u1 = usage()
         for _ in range(args.calls):

@@ -9,7 +9,8 @@ same dispatch and read-back through the runner), a compiled argmax of a FLOAT32 
 tensor on resident buffers with a 4-byte read, the resident API call
 (``dmlgpu.argmax(t, 1).numpy()`` and release) and the NumPy call (``dmlgpu.argmax(x, 1)``).
 For each: p50 and p99 of the wall time, and for ours the p50 of the time spent waiting for the
-result (polling the device) and of the rest, the host's own work. The bound's wall time is
+result (polling the device, then the result's few bytes copied out and unmapped: ``path.read``)
+and of the rest, the host's own work. The bound's wall time is
 split the same way only as a whole (its loop is wgpu-native's calls alone).
 """
 
@@ -42,14 +43,20 @@ def main() -> None:
     sixteen = np.empty(16, np.uint8)
 
     waited = [0.0]
-    wait = runner.path.wait
+    path = runner.path
+    wait, read = path.wait, path.read
 
-    def timed_wait(m, ticket):  # every wait of ours goes through here
+    def timed_wait(m, ticket):  # every wait of ours goes through here or timed_read
         start = time.perf_counter()
         wait(m, ticket)
         waited[0] += time.perf_counter() - start
 
-    runner.path.wait = timed_wait
+    def timed_read(m, ticket, out):  # (the wait, then a copy of a few bytes and an unmap)
+        start = time.perf_counter()
+        read(m, ticket, out)
+        waited[0] += time.perf_counter() - start
+
+    path.wait, path.read = timed_wait, timed_read
 
     def floor():
         runner.dispatch(ceiling.steps)
@@ -99,7 +106,7 @@ def main() -> None:
             w = np.array(waits[name])
             line += f" {np.median(w) * 1e6:8.1f} {np.median(t - w) * 1e6:8.1f}"
         print(line)
-    runner.path.wait = wait
+    path.wait, path.read = wait, read
 
 
 if __name__ == "__main__":

@@ -341,13 +341,13 @@ def test_a_read_that_fails_with_its_output_mapped_loses_the_device_not_the_proce
         return
     t = device.upload(x)
     r = dmlgpu.argmax(t, 1)
-    real = device.runner.path.wait
+    real = device.runner.path.read
 
-    def fails(m, ticket):
-        monkeypatch.setattr(device.runner.path, "wait", real)
+    def fails(m, ticket, out):
+        monkeypatch.setattr(device.runner.path, "read", real)
         raise dmlgpu.DeviceLostError("a map that did not land")
 
-    monkeypatch.setattr(device.runner.path, "wait", fails)
+    monkeypatch.setattr(device.runner.path, "read", fails)
     with pytest.raises(dmlgpu.DeviceLostError, match="did not land"):
         r.numpy()
     for use in (r.numpy, lambda: dmlgpu.argmax(t, 1).numpy(), lambda: dmlgpu.argmax(x, 1, device=device)):

@@ -447,14 +447,18 @@ DML_EXPORT int dml_fill(const DmlFns *f, DmlCopier *p, size_t parallel_above, H 
     return 0;
 }
 
-/* Copy the first ``nbytes`` of the mapped buffer ``buffer`` (mapped for ``size``) to ``out``
- * and unmap it; 0, or -1 when it has no mapped memory. */
-DML_EXPORT int dml_drain(const DmlFns *f, H buffer, size_t size, void *out, size_t nbytes) {
+/* A read's end: wait until ``s`` has landed (``dml_wait``), then copy the first ``nbytes`` of
+ * the mapped buffer ``buffer`` (mapped for ``size``) to ``out`` and unmap it, in one call. 1:
+ * done, 2: the map failed, -1: timed out, -2: the buffer has no mapped memory (a lost device). */
+DML_EXPORT int dml_read(const DmlFns *f, H device, const DmlState *s, double spin_s, double idle_timeout_s,
+                        const uint64_t *ticket, H buffer, size_t size, void *out, size_t nbytes) {
+    int landed = dml_wait(f, device, s, spin_s, idle_timeout_s, ticket);
+    if (landed != 1) return landed;
     const void *memory = f->mapped_range(buffer, 0, size);
-    if (!memory) return -1;
+    if (!memory) return -2;
     memcpy(out, memory, nbytes);
     f->unmap(buffer);
-    return 0;
+    return 1;
 }
 
 /* Polls may start again: the batch ``dml_record_calls`` began is submitted, or given up. */

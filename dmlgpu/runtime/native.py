@@ -57,7 +57,7 @@ class NativePath:
     small call's sequence in C (``_hot.c``), the calling thread polling the device.
 
     Errors wgpu-native reports while a C function runs come to wgpu-py's error handler on
-    this thread; ``_checked`` and ``_finish`` collect them as wgpu-py's ``libf`` wrappers do, and raise.
+    this thread; ``_checked`` and ``submit_calls`` collect them as wgpu-py's ``libf`` wrappers do, and raise.
     """
 
     name = "native"
@@ -90,6 +90,8 @@ class NativePath:
         self.poller = self.hot_ffi.gc(poller, self.hot.dml_poller_free)
         fns.poller = self.poller
         self.copier = self.null  # helper threads of copies into staging (Runner sets them: hot_copier)
+        self._room = 0  # (submit_calls' C arrays, made on first use)
+        self._calls = self._buffers = self.null
 
     def ptr(self, cdata):
         """A pointer of wgpu-py's ffi (a function) as a ``void *`` of ours. Handles need no
@@ -150,31 +152,47 @@ class NativePath:
         c.output, c.out_offset = src._internal, offset
         return m.call
 
-    def submit_calls(self, pending: list, calls: list) -> int:
+    def submit_calls(self, pending: list, calls) -> int:
         """Record the small calls ``calls`` (``DmlCall`` pointers) into one encoder after the
         ``pending`` work and submit it all in one submission, each call's maps started and its
         ticket set (``dml_record_calls``, ``dml_submit_calls``): what the threads that commit at
         once share. The pending dispatches after the last pending encoder (``Deferred``, as a
-        resident call leaves them) are recorded into that one encoder too, in order. The
-        submission's index."""
-        split = max((i + 1 for i, e in enumerate(pending) if type(e) is not Deferred or len(e.clear) > 1), default=0)
-        encoders, deferred = pending[:split], pending[split:]
-        kept, passes = [], []  # (the steps' C arrays live until the C calls return)
-        for d in deferred:
-            c = self.hot_ffi.new("DmlCall *")
-            kept.append(self.put_passes(c, d.steps, d.clear[0] if d.clear else None))
-            passes.append(c)
-        array = self.hot_ffi.new("DmlCall *[]", passes + calls)
-        handles = self.hot_ffi.new("void *[]", len(encoders) + 1)
-        for i, e in enumerate(encoders):
-            handles[i] = e.take()
-        try:  # (no poll starts from here until the submission's maps are started: _hot.c's DmlPoller)
-            count = self._finish(handles, self.hot.dml_record_calls, self.handle, array, len(array), handles,
-                                 len(encoders))
-        except BaseException:
-            self.hot.dml_resume_polls(self.fns)
-            raise
-        return self.hot.dml_submit_calls(self.fns, self.queue, array, len(array), handles, count)
+        resident call leaves them) are recorded into that one encoder too, in order, each from
+        the ``DmlCall`` its steps keep (``Deferred.call``). The submission's index.
+
+        One runs at a time (the runner's lock, or the batch it leads: ``Runner.commit``), so
+        the C arrays of calls and command buffers are this path's own, made once and grown
+        when a submission needs more."""
+        split = len(pending)
+        while split and type(pending[split - 1]) is Deferred and len(pending[split - 1].clear) < 2:
+            split -= 1
+        count = len(pending) - split + len(calls)
+        if count > self._room or split >= self._room:
+            self._room = 2 * max(count, split + 1)
+            self._calls = self.hot_ffi.new("DmlCall *[]", self._room)
+            self._buffers = self.hot_ffi.new("void *[]", self._room)
+        array, buffers, kept = self._calls, self._buffers, []  # (plain lists' C arrays live until the calls return)
+        i = 0
+        for d in pending[split:]:
+            array[i] = d.call(kept)
+            i += 1
+        for c in calls:
+            array[i] = c
+            i += 1
+        for k in range(split):
+            buffers[k] = pending[k].take()
+        hot, errors = self.hot, self.errors
+        # (no poll starts from here until the submission's maps are started: _hot.c's DmlPoller)
+        errors.capture("finish")  # as libf collects what wgpu-native reports meanwhile
+        try:
+            finished = hot.dml_record_calls(self.fns, self.handle, array, count, buffers, split)
+        finally:
+            error = errors.release("finish")
+        if error is not None:  # a submit of them would abort the process
+            hot.dml_release(self.fns, buffers, split + 1)
+            hot.dml_resume_polls(self.fns)
+            raise self.error_types.get(error[0], wgpu.GPUError)(error[1])
+        return hot.dml_submit_calls(self.fns, self.queue, array, count, buffers, finished)
 
     def put_passes(self, c, steps, clear=None):
         """Set ``steps`` on the ``DmlCall`` ``c``, after the buffer ``clear`` zeroed (None:
@@ -184,18 +202,6 @@ class NativePath:
         c.clear, c.clear_size = (self.null, 0) if clear is None else (clear._internal, clear.size)
         return array
 
-    def _finish(self, handles, finish, *args) -> int:
-        """``finish(fns, *args)``, which finishes encoders into the command buffers ``handles``
-        and returns their number (or None: all of ``handles``). If wgpu-native reported an
-        error meanwhile, they are released and it is raised: a submit of them would abort
-        the process."""
-        count, error = self._captured("finish", finish, self.fns, *args)
-        count = len(handles) if count is None else count
-        if error is not None:
-            self.hot.dml_release(self.fns, handles, count)
-            raise error
-        return count
-
     def start_map(self, m: NativeMap, write: bool) -> None:
         self._checked("map", self.hot.dml_map, self.fns, m.buffer._internal, write, m.size, m.state)
 
@@ -204,13 +210,26 @@ class NativePath:
         thread does (one thread polls at a time; the others' maps land in its polls): first
         without blocking, for up to ``spin_s`` (on the H100 a blocking poll returned 30 us
         after the GPU was done: a dispatch and a 16-byte read-back took 92 us blocking, 60
-        spinning), then blocking, which leaves the core to others. No lock of ours is held."""
-        landed = self.hot.dml_wait(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S,
-                                   self.null if ticket is None else ticket)
-        if landed == -1:
+        spinning), then blocking, which leaves the core to others. No lock of ours is held,
+        nor the interpreter's (cffi lets go of it for every C call)."""
+        self._landed(self.hot.dml_wait(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S,
+                                       self.null if ticket is None else ticket))
+
+    def read(self, m: NativeMap, ticket, out: np.ndarray) -> None:
+        """``wait`` for the map, then copy its first ``out.nbytes`` bytes into the uint8 array
+        ``out`` and unmap it, in one C call (``dml_read``)."""
+        self._landed(self.hot.dml_read(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S,
+                                       self.null if ticket is None else ticket, m.buffer._internal, m.size,
+                                       self.hot_ffi.from_buffer(out, require_writable=True), out.nbytes))
+
+    @staticmethod
+    def _landed(outcome: int) -> None:
+        if outcome == -1:
             raise DeviceLostError(f"a buffer map did not complete in {MAP_TIMEOUT_S} s on an idle queue; "
                                   "the device is lost")
-        if landed != 1:
+        if outcome == -2:
+            raise DeviceLostError("a mapped buffer has no memory; the device is lost")
+        if outcome != 1:
             raise DeviceLostError("a buffer map failed; the device is lost or the buffer was destroyed")
 
     def write_buffer(self, buffer, offset: int, raw: np.ndarray) -> None:
@@ -228,11 +247,6 @@ class NativePath:
     def fill(self, m: NativeMap, raw: np.ndarray) -> None:
         if self.hot.dml_fill(self.fns, self.copier, FILL_PARALLEL_ABOVE, m.buffer._internal, m.size,
                              self.hot_ffi.from_buffer(raw), raw.nbytes):
-            raise DeviceLostError("a mapped buffer has no memory; the device is lost")
-
-    def drain(self, m: NativeMap, out: np.ndarray) -> None:
-        if self.hot.dml_drain(self.fns, m.buffer._internal, m.size,
-                              self.hot_ffi.from_buffer(out, require_writable=True), out.nbytes):
             raise DeviceLostError("a mapped buffer has no memory; the device is lost")
 
 
@@ -319,6 +333,23 @@ class Deferred:
         encoder.record(self.clear, self.steps)
         return encoder.take()
 
+    def call(self, kept: list):
+        """A ``DmlCall`` of these steps after their clear (one buffer at most), recorded by
+        ``NativePath.submit_calls``: made once for a ``Steps`` list (an operator's passes bound
+        to one set of buffers, zeroing the same output each time), else a new one whose C
+        arrays go into ``kept``. Shared by every submission of those steps, which run one at
+        a time, and read only (but for its ticket, which nothing reads)."""
+        steps, clear = self.steps, self.clear[0] if self.clear else None
+        made = getattr(steps, "call", None)
+        if made is not None and made[0] is clear:
+            return made[1]
+        n = self.n
+        c = n.hot_ffi.new("DmlCall *")
+        kept.append((c, n.put_passes(c, steps, clear)))
+        if isinstance(steps, Steps):
+            steps.call = (clear, c)
+        return c
+
     def drop(self) -> None:
         pass
 
@@ -336,8 +367,9 @@ class Steps(list):
     """A list of steps (pipeline, bind group, grid) that keeps its C form (``_hot.c``'s
     ``DmlStep`` array) once made: callers that record the same steps again keep one."""
 
-    __slots__ = ("native", "buffers")
+    __slots__ = ("native", "buffers", "call")
     native: Any  # the C array, once made (``steps_array``)
+    call: tuple  # (the buffer zeroed first or None, the DmlCall recording them), once made (``Deferred.call``)
     buffers: frozenset  # the tensors' buffers the steps bind, where known (``Runner.submit``)
 
 

@@ -84,8 +84,10 @@ class PublicPath:
         del view
         self.unmap(m)
 
-    def drain(self, m: PublicMap, out: np.ndarray) -> None:
-        """Copy the first ``out.nbytes`` bytes of the mapped buffer into ``out``, and unmap it."""
+    def read(self, m: PublicMap, ticket, out: np.ndarray) -> None:
+        """Wait for the map, copy the first ``out.nbytes`` bytes of the mapped buffer into
+        ``out``, and unmap it."""
+        self.wait(m, ticket)
         view = self.mapped(m)
         out[...] = view[:out.nbytes]
         del view

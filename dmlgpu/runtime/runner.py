@@ -164,9 +164,10 @@ def _choose_path(device) -> NativePath | PublicPath:
 
 
 class _Batch:
-    """Small calls committed together (``Runner.commit``): one submission for all of them. Their
-    threads wait on the batch's own condition (of the runner's lock), so that a batch done
-    wakes its threads alone, and one thread of the next batch to lead it."""
+    """Small calls committed together (``Runner.commit``) while another submission was under
+    way: one submission for all of them. Their threads wait on the batch's own condition (of
+    the runner's lock), so that a batch done wakes its threads alone, and one thread of the
+    next batch to lead it."""
 
     __slots__ = ("calls", "reads", "done", "error", "turn")
 
@@ -219,9 +220,9 @@ class Runner:
         # has claimed before its map starts (module docstring)
         self.mapped: set = set()
         self.reading: set = set()
-        # small calls committed since the last submission (``commit``), and whether a thread is
-        # submitting a batch of them now (then no other submit or queue write may start)
-        self._batch = _Batch(self.lock)
+        # small calls waiting for the next submission (``commit``; None: none), and whether a
+        # thread is submitting a batch of them now (then no other submit or queue write may start)
+        self._batch: _Batch | None = None
         self._committing = False
         self.changed = threading.Condition(self.lock)  # mapped, reading or _committing changed
         self._queued = False  # small writes queued since the last submit (``Transfers.write``)
@@ -415,32 +416,43 @@ class Runner:
         in place's) after the recorded work, in one submission with the calls other threads
         commit meanwhile (a group commit: wgpu-native's submit and poll take turns inside it, so
         a round trip a thread did not get more done from more threads). One thread at a time
-        leads: it takes every call waiting, and the recorded work, and records and submits
-        them with one encoder, outside the lock (``_lead``); the calls that arrive meanwhile
-        wait for the next batch, which one of their threads leads. The call's maps are started
-        in that submission and its ticket set. ``reads``: the buffer the call maps as it is (a
-        read in place), in ``mapped`` from the submission on. Without the lock held."""
+        leads (``_lead``): it takes the calls waiting and the recorded work, and records and
+        submits them with one encoder, outside the lock; the calls that arrive meanwhile wait
+        for the next batch (``_Batch``), which one of their threads leads. A thread that finds
+        no batch being submitted and none waiting leads its own call at once, with no batch
+        made and nothing to wait for. The call's maps are started in that submission and its
+        ticket set. ``reads``: the buffer the call maps as it is (a read in place), in
+        ``mapped`` from the submission on. Without the lock held."""
         with self.lock:
             self.check()
             batch = self._batch
-            batch.calls.append(call)
-            if reads is not None:
-                batch.reads.append(reads)
-            while not batch.done:
-                if self._committing:
-                    batch.turn.wait()
-                else:
-                    self._lead()
-        if batch.error is not None:
-            raise batch.error
+            if batch is None and not self._committing:  # alone
+                error = self._lead((call,), () if reads is None else (reads,))
+            else:
+                if batch is None:
+                    batch = self._batch = _Batch(self.lock)
+                batch.calls.append(call)
+                if reads is not None:
+                    batch.reads.append(reads)
+                while not batch.done:
+                    if self._committing:
+                        batch.turn.wait()
+                    else:
+                        self._batch = None
+                        batch.error = self._lead(batch.calls, batch.reads)
+                        batch.done = True
+                        batch.turn.notify_all()
+                error = batch.error
+        if error is not None:
+            raise error
 
-    def _lead(self) -> None:
-        """Submit the batch waiting (``commit``) with the recorded work and the queued writes,
-        its record and submit outside the lock (the calls arriving meanwhile join the next
-        batch); no other submit or queue write starts until it is done. Under the lock."""
+    def _lead(self, calls, reads) -> BaseException | None:
+        """Submit the small calls ``calls`` (``commit``) with the recorded work and the queued
+        writes, their record and submit outside the lock (the calls arriving meanwhile join
+        the next batch), and put the buffers ``reads`` in ``mapped``; no other submit or queue
+        write starts until it is done. The error, or None. Under the lock."""
         assert isinstance(self.path, NativePath)  # (only the native path commits small calls)
         self._committing = True
-        batch, self._batch = self._batch, _Batch(self.lock)
         remap: list = []
         try:
             self.check()
@@ -451,23 +463,23 @@ class Runner:
             remap, self._remap = self._remap, []
             self.lock.release()
             try:
-                self.path.submit_calls(pending, batch.calls)
+                self.path.submit_calls(pending, calls)
             finally:
                 self.lock.acquire()
                 for encoder in pending:
                     encoder.drop()
-            self.mapped.update(batch.reads)
+            self.mapped.update(reads)
             if remap:
                 self.transfers.remapped(remap)
+            return None
         except BaseException as err:
             for m in remap:
                 self.memory.destroy(m.buffer)
-            batch.error = self.gpu_error(err) if isinstance(err, wgpu.GPUError) else err
+            return self.gpu_error(err) if isinstance(err, wgpu.GPUError) else err
         finally:
-            batch.done = True
             self._committing = False
-            batch.turn.notify_all()
-            self._batch.turn.notify()  # one thread of the calls that arrived meanwhile leads them
+            if self._batch is not None:  # one thread of the calls that arrived meanwhile leads them
+                self._batch.turn.notify()
             self.changed.notify_all()  # (submits waiting for the batch to go)
 
     def flush(self) -> None:

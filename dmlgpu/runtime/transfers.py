@@ -391,8 +391,7 @@ class Transfers:
             runner.reading.add(buffer)
         try:
             runner.commit(call, reads=buffer)  # (in runner.mapped from its submission on)
-            n.wait(m, ticket)
-            n.drain(m, out)
+            n.read(m, ticket, out)
         except BaseException as err:
             # Once submitted, the buffer (its tensor's) may be mid-map or mapped: it can be
             # neither destroyed nor used again, so the device is taken as lost.
@@ -414,8 +413,7 @@ class Transfers:
         buffer: it may still be mid-map."""
         runner, memory = self.runner, self.runner.memory
         with DroppedOnFailure(runner, m.buffer):
-            runner.path.wait(m, ticket)
-            runner.path.drain(m, out)
+            runner.path.read(m, ticket, out)
         with runner.lock:
             for old in memory.staging.put(m) if runner.usable else [m]:
                 memory.destroy(old.buffer)
