@@ -2,12 +2,16 @@
 calls (GPU-resident in as users write them, NumPy in and out) under several spin settings
 (``dmlgpu.configure(spin_us=...)``: how long a wait polls without blocking first), beside the
 bare wgpu-native round trip (``gpu_timers.bare_round_trips``: a dispatch, a 16-byte read-back,
-a map polled, nothing of ours in between) from as many threads, each with its own buffers.
+a map polled, nothing of ours in between) from as many threads, each with its own buffers:
+from Python (``bare``: each of wgpu-native's calls a cffi call, which lets go of the
+interpreter's lock and takes it back) and from C (``bare C``: ``_hot.c``'s ``dml_round_trips``,
+one C call a thread for all its round trips, the interpreter's lock let go throughout).
 
     python benchmarks/thread_scaling.py [--seconds 0.5] [--spins 500,0,50] [--json out.json]
 
-If the bare round trips do not get more done from more threads, the limit is wgpu-native's
-(its locks), not ours; what a blocking poll holds is a lead.
+If the round trips from C do not get more done from more threads, the limit is wgpu-native's
+(its locks), not Python's; if those from C do and those from Python do not, it is the
+interpreter's lock, taken back after each of wgpu-native's calls.
 """
 
 from __future__ import annotations
@@ -27,16 +31,17 @@ from dmlgpu.runtime.hot import configured
 THREADS = (1, 2, 4, 8, 16)
 
 
-def bare_rate(runner, threads: int, seconds: float) -> float:
-    """Bare wgpu-native round trips per second from ``threads`` threads, each running its own loop."""
-    per_call = float(np.median(bare_round_trips(runner, 50)))
+def bare_rate(runner, threads: int, seconds: float, in_c: bool = False) -> float:
+    """Bare wgpu-native round trips per second from ``threads`` threads, each running its own
+    loop (``in_c``: in one C call)."""
+    per_call = float(np.median(bare_round_trips(runner, 50, in_c=in_c)))
     calls = max(10, int(seconds / per_call / threads))
     done = []
     start = threading.Barrier(threads + 1)
 
     def loop() -> None:
         start.wait()
-        done.append(len(bare_round_trips(runner, calls)))
+        done.append(len(bare_round_trips(runner, calls, in_c=in_c)))
 
     workers = [threading.Thread(target=loop) for _ in range(threads)]
     for w in workers:
@@ -68,9 +73,11 @@ def main() -> int:
             report["results"][f"{name} spin={spin}"] = rates
             print(f"{name:<9} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()), flush=True)
         if device.runner.path.name == "native":
-            rates = {n: bare_rate(device.runner, n, args.seconds) for n in THREADS}
-            report["results"][f"bare spin={spin}"] = rates
-            print(f"{'bare':<9} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()), flush=True)
+            for name, in_c in (("bare", False), ("bare C", True)):
+                rates = {n: bare_rate(device.runner, n, args.seconds, in_c) for n in THREADS}
+                report["results"][f"{name} spin={spin}"] = rates
+                print(f"{name:<9} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()),
+                      flush=True)
         t.release()
         device.close()
     if args.json:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dmlgpu import bench, cli, default_device
+from dmlgpu import argmax, bench, cli, default_device
 from dmlgpu.types import DataType
 
 
@@ -140,6 +140,30 @@ def test_bench_latency_case_keeps_p50_p99_and_the_floor(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "p50/p99 NumPy in/out" in out
     assert ("straight through wgpu-native" in out) == ("native_floor" in kinds)
+
+
+def test_bare_round_trips_run_from_python_and_from_c_on_several_threads():
+    """The bound of a small call both ways (``thread_scaling.py`` compares them from many
+    threads): each round trip timed, the kernel's word written once a round trip, and the
+    device usable afterwards."""
+    import threading
+
+    from dmlgpu.bench.gpu_timers import bare_round_trips
+
+    runner = default_device().runner
+    if runner.path.name != "native":
+        assert bare_round_trips(runner, 3) is None and bare_round_trips(runner, 3, in_c=True) is None
+        return
+    times: list = []
+    workers = [threading.Thread(target=lambda c=c: times.append(bare_round_trips(runner, 20, in_c=c)))
+               for c in (False, True, True, True)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(times) == 4 and all(t.shape == (20,) and (t > 0).all() and (t < 10).all() for t in times)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert np.array_equal(argmax(x, 1, device=default_device()), [[3], [3], [3]])
 
 
 def test_bench_transfer_cases_run_and_check_their_answers(tmp_path, capsys):

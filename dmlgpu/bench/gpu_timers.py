@@ -40,15 +40,21 @@ def operator_gpu_times(op: "CompiledOperator", input: "Tensor", output: "Tensor"
 
 # Long because it is one straight run of wgpu-native calls, as in the probe it mirrors: split
 # up, the loop that is timed would call our Python between them.
-def bare_round_trips(runner: Runner, calls: int, upload: np.ndarray | None = None) -> np.ndarray | None:
+def bare_round_trips(runner: Runner, calls: int, upload: np.ndarray | None = None,
+                     in_c: bool = False) -> np.ndarray | None:
     """What bounds a small call, for the benchmarks: wall seconds of each of ``calls``
     round trips straight through wgpu-native with nothing of dmlgpu's in between (the
     calls of ``shared/probes/dispatch_floor.py``): a queue write of the bytes ``upload``
     if given, one 1-workgroup dispatch and a 16-byte copy in one command buffer, one
     submit, a map polled as ``NativePath.wait`` polls, and the 16 bytes copied out. Where
     passes may bind mappable memory (``in_place``), the dispatch writes the mapped buffer
-    itself, with no copy, as a small call of ours does. None on the public path."""
-    if not isinstance(runner.path, NativePath):
+    itself, with no copy, as a small call of ours does. None on the public path.
+
+    ``in_c`` (no ``upload``): the same round trips run by ``_hot.c``'s ``dml_round_trips``,
+    one C call for all of them, with no Python between wgpu-native's calls and the
+    interpreter's lock let go throughout: from several threads at once, what wgpu-native
+    itself does in parallel (``benchmarks/thread_scaling.py``)."""
+    if not isinstance(runner.path, NativePath) or (in_c and upload is not None):
         return None
     n = runner.path
     ffi, lib = n.ffi, n.lib
@@ -75,6 +81,12 @@ def bare_round_trips(runner: Runner, calls: int, upload: np.ndarray | None = Non
     handles = (pipeline._internal, group._internal, dst._internal, staging._internal)
     times = np.empty(calls)
     try:
+        if in_c:
+            if n.hot.dml_round_trips(n.fns, n.handle, n.queue, handles[0], handles[1],
+                                     handles[3] if in_place else handles[2], handles[3], calls, n.spin_s,
+                                     n.hot_ffi.from_buffer("double[]", times, require_writable=True)):
+                raise RuntimeError("a map of the bare round trip failed")
+            return times
         for i in range(calls):
             start = time.perf_counter()
             if write is not None:
