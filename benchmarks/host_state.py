@@ -79,7 +79,7 @@ def main() -> None:
             t0 = clock()
             path.wait(kit.wmap, None)
             t1 = clock()
-            path.fill(kit.wmap, data)
+            path.fill(kit.wmap, data)  # (its wait returns at once: landed)
             t2 = clock()
             runner.commit(kit.c)
             t3 = clock()

@@ -124,6 +124,19 @@ class TensorDesc:
                 f"of at least the element size ({self.data_type.size})"
             )
 
+    def __hash__(self) -> int:
+        """The fields' hash, found once: a descriptor is part of the keys small calls look
+        up (the call cache's, ``api._run``). Not pickled: an enum's hash differs between
+        processes."""
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+            set_field(self, "_hash", found)
+        return found
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @property
     def element_strides(self) -> tuple[int, ...]:
         """The strides in elements, packed ones filled in when ``strides`` is absent."""

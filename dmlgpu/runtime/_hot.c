@@ -434,17 +434,21 @@ static void dml_copy(DmlCopier *p, void *dst, const void *src, size_t n, size_t 
     atomic_store(&p->busy, 0);
 }
 
-/* Copy ``nbytes`` from ``data`` into the mapped buffer ``buffer`` (zeros up to ``size``; on
- * the copier ``p``'s helpers too, see ``dml_copy``) and unmap it; 0, or -1 when the buffer
- * has no mapped memory (a lost device). */
-DML_EXPORT int dml_fill(const DmlFns *f, DmlCopier *p, size_t parallel_above, H buffer, size_t size,
-                        const void *data, size_t nbytes) {
+/* A write's start: wait until ``s`` has landed (``dml_wait``: the map of the staging buffer
+ * ``buffer``, mapped again once the GPU has copied out of it), then copy ``nbytes`` from
+ * ``data`` into it (zeros up to ``size``; on the copier ``p``'s helpers too, see ``dml_copy``)
+ * and unmap it, in one call. As ``dml_read``: 1: done, 2: the map failed, -1: timed out, -2:
+ * the buffer has no mapped memory (a lost device). */
+DML_EXPORT int dml_fill(const DmlFns *f, H device, const DmlState *s, double spin_s, double idle_timeout_s,
+                        DmlCopier *p, size_t parallel_above, H buffer, size_t size, const void *data, size_t nbytes) {
+    int landed = dml_wait(f, device, s, spin_s, idle_timeout_s, NULL);
+    if (landed != 1) return landed;
     unsigned char *memory = (unsigned char *)f->mapped_range(buffer, 0, size);
-    if (!memory) return -1;
+    if (!memory) return -2;
     dml_copy(p, memory, data, nbytes, parallel_above);
     if (size > nbytes) memset(memory + nbytes, 0, size - nbytes);
     f->unmap(buffer);
-    return 0;
+    return 1;
 }
 
 /* A read's end: wait until ``s`` has landed (``dml_wait``), then copy the first ``nbytes`` of

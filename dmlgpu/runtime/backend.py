@@ -3,9 +3,8 @@
 ``Backend`` is the protocol of ``public.PublicPath`` (wgpu-py's public objects) and
 ``native.NativePath`` (wgpu-native through C): make a map object for a staging buffer, make
 an encoder, submit encoders (with a read-back's copy last and its map started), start a map,
-wait for it, write through the queue, reach or fill a mapped buffer's bytes, and read one (wait
-for its map, copy its bytes out, unmap it). ``M`` is the
-backend's own map object. Adding a backend means filling in these roles (as tinygrad's
+wait for it, write through the queue, reach a mapped buffer's bytes, and fill or read one
+(wait for its map, copy the bytes in or out, unmap it). ``M`` is the backend's own map object. Adding a backend means filling in these roles (as tinygrad's
 device backends fill in an Allocator, a Compiler and a Program).
 """
 
@@ -43,5 +42,5 @@ class Backend(Protocol[M]):
     def write_buffer(self, buffer, offset: int, raw: np.ndarray) -> None: ...
     def mapped(self, m: M) -> np.ndarray: ...
     def unmap(self, m: M) -> None: ...
-    def fill(self, m: M, raw: np.ndarray) -> None: ...
+    def fill(self, m: M, raw: np.ndarray) -> None: ...  # (after waiting for its map)
     def read(self, m: M, ticket, out: np.ndarray) -> None: ...

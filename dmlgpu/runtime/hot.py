@@ -69,8 +69,8 @@ typedef struct DmlCopier DmlCopier;
 DmlCopier *dml_copier_start(int helpers, double spin_s);
 int dml_copier_helpers(const DmlCopier *p);
 void dml_copier_stop(DmlCopier *p);
-int dml_fill(const DmlFns *f, DmlCopier *p, size_t parallel_above, void *buffer, size_t size, const void *data,
-             size_t nbytes);
+int dml_fill(const DmlFns *f, void *device, const DmlState *s, double spin_s, double idle_timeout_s,
+             DmlCopier *p, size_t parallel_above, void *buffer, size_t size, const void *data, size_t nbytes);
 int dml_read(const DmlFns *f, void *device, const DmlState *s, double spin_s, double idle_timeout_s,
              const uint64_t *ticket, void *buffer, size_t size, void *out, size_t nbytes);
 size_t dml_record_calls(const DmlFns *f, void *device, DmlCall *const *calls, size_t n, void **pending,

@@ -87,7 +87,6 @@ class Kit:
         runner = self.runner
         n = runner.path
         runner.check()
-        n.wait(self.wmap, None)  # landed once the GPU copied out of it, in the call before
-        n.fill(self.wmap, data)
+        n.fill(self.wmap, data)  # (once its map has landed: the GPU copied out of it in the call before)
         runner.commit(self.c)
         n.read(self.rmap, self.ticket, out)

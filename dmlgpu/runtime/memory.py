@@ -212,7 +212,13 @@ class Memory:
                                f"which adapter {runner.name!r} (path {runner.path.name!r}) lacks")
         size, usage = bound_size(nbytes), READABLE if readable else STORAGE
         with runner.lock:
-            self.take_returned()
+            returned = self.returned
+            while returned:  # (a call's output, collected since the last call: taken as it is)
+                buffer = returned.popleft()
+                if buffer.size == size and buffer.usage == usage and runner.usable:
+                    self.take_returned()
+                    return buffer
+                self.free(buffer)
             return self._pools[usage].take(size) or self.create(size, usage)
 
     def take_returned(self) -> None:

@@ -245,9 +245,12 @@ class NativePath:
         self.lib.wgpuBufferUnmap(m.buffer._internal)
 
     def fill(self, m: NativeMap, raw: np.ndarray) -> None:
-        if self.hot.dml_fill(self.fns, self.copier, FILL_PARALLEL_ABOVE, m.buffer._internal, m.size,
-                             self.hot_ffi.from_buffer(raw), raw.nbytes):
-            raise DeviceLostError("a mapped buffer has no memory; the device is lost")
+        """``wait`` for the map (of write staging: mapped again once the GPU has copied out of
+        it), then copy ``raw`` into it (zeros after it; on the copy helpers from
+        ``FILL_PARALLEL_ABOVE`` bytes) and unmap it, in one C call (``dml_fill``)."""
+        self._landed(self.hot.dml_fill(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S, self.copier,
+                                       FILL_PARALLEL_ABOVE, m.buffer._internal, m.size, self.hot_ffi.from_buffer(raw),
+                                       raw.nbytes))
 
 
 class NativeEncoder:

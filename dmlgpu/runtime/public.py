@@ -77,7 +77,8 @@ class PublicPath:
         m.buffer.unmap()
 
     def fill(self, m: PublicMap, raw: np.ndarray) -> None:
-        """Copy ``raw`` into the mapped buffer (zeros after it), and unmap it."""
+        """Wait for the map, copy ``raw`` into the mapped buffer (zeros after it), and unmap it."""
+        self.wait(m, None)
         view = self.mapped(m)
         view[:raw.nbytes] = raw
         view[raw.nbytes:] = 0

@@ -251,8 +251,7 @@ class Transfers:
             m = memory.writes.take(kept_size) or runner.path.new_map(
                 memory.create(kept_size, MAP_WRITE, mapped=True), kept_size, done=True)
         with DroppedOnFailure(runner, m.buffer):
-            runner.path.wait(m, None)  # mapped again once the GPU has copied out of it
-            runner.path.fill(m, raw)
+            runner.path.fill(m, raw)  # (once mapped again: the GPU has copied out of it)
             with runner.lock:
                 runner.check()
                 runner.record_copy((m.buffer, 0, buffer, offset, size), remap=m)
@@ -336,15 +335,18 @@ class Transfers:
         or the buffer itself where it is readable; large ones streamed through the MAP_READ
         ring. Ctrl-C is held back meanwhile."""
         with interrupts_held():
-            return self._read_into(buffer, out, offset)
+            nbytes = out.nbytes
+            if nbytes > self.stream_above:
+                return self._read_streamed(buffer, out, offset)
+            if buffer.usage == READABLE and offset == 0 and nbytes <= buffer.size:
+                return self._read_in_place(buffer, out)
+            return self._read_staged(buffer, out, offset)
 
-    def _read_into(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
+    def _read_staged(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
+        """A small read through a MAP_READ staging buffer: its copy recorded after the work
+        pending, one submit (on the native path with other threads' calls), map, wait, copy out."""
         runner, memory = self.runner, self.runner.memory
         nbytes = out.nbytes
-        if nbytes > self.stream_above:
-            return self._read_streamed(buffer, out, offset)
-        if buffer.usage == READABLE and offset == 0 and nbytes <= buffer.size:
-            return self._read_in_place(buffer, out)
         size = max(4, word_size(nbytes))
         path = runner.path
         with runner.lock:
