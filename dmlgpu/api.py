@@ -126,10 +126,6 @@ def _run(call: tuple, x, device: Device | None, nan_mode):
     return compiled.run(x) if resident else compiled(x)
 
 
-def _index_operator(op: str, x, axes, axis_direction, output_data_type, nan_mode, device):
-    return _run((op, axes, axis_direction, output_data_type), x, device, nan_mode)
-
-
 def argmax(x, axes: Axes, *, axis_direction="increasing", output_data_type="uint32", nan_mode="ignore",
            device: Device | None = None):
     """Indices of the maxima over ``axes`` (DML_OPERATOR_ARGMAX).
@@ -138,13 +134,13 @@ def argmax(x, axes: Axes, *, axis_direction="increasing", output_data_type="uint
     order. ``axis_direction`` picks the first ("increasing") or last ("decreasing") of
     equal maxima; ``nan_mode`` is "ignore" (DirectML) or "propagate" (NumPy).
     """
-    return _index_operator("argmax", x, axes, axis_direction, output_data_type, nan_mode, device)
+    return _run(("argmax", axes, axis_direction, output_data_type), x, device, nan_mode)
 
 
 def argmin(x, axes: Axes, *, axis_direction="increasing", output_data_type="uint32", nan_mode="ignore",
            device: Device | None = None):
     """Indices of the minima over ``axes`` (DML_OPERATOR_ARGMIN); arguments as ``argmax``."""
-    return _index_operator("argmin", x, axes, axis_direction, output_data_type, nan_mode, device)
+    return _run(("argmin", axes, axis_direction, output_data_type), x, device, nan_mode)
 
 
 def hardmax(x, axes: Axes, *, nan_mode="ignore", device: Device | None = None):
