@@ -165,18 +165,38 @@ def _choose_path(device) -> NativePath | PublicPath:
 
 class _Batch:
     """Small calls committed together (``Runner.commit``) while another submission was under
-    way: one submission for all of them. Their threads wait on the batch's own condition (of
-    the runner's lock), so that a batch done wakes its threads alone, and one thread of the
-    next batch to lead it."""
+    way: one submission for all of them. Their threads wait on the batch's own condition, of
+    its own lock (not the runner's), so that a batch done wakes its threads alone and they go
+    on to their reads without queueing for the runner's lock behind each other (and ahead of
+    the next batch's leader); one of them is woken first when the batch is to be led
+    (``lead``)."""
 
-    __slots__ = ("calls", "reads", "done", "error", "turn")
+    __slots__ = ("calls", "reads", "done", "lead", "error", "turn")
 
-    def __init__(self, lock) -> None:
+    def __init__(self) -> None:
         self.calls: list = []  # DmlCall pointers
         self.reads: list = []  # buffers they map as they are (reads in place)
-        self.done = False
+        self.done = False  # submitted, or failed (``error``)
+        self.lead = False  # one of its threads is asked to lead it (at the end of ``Runner._lead``)
         self.error: BaseException | None = None
-        self.turn = threading.Condition(lock)
+        self.turn = threading.Condition(threading.Lock())
+
+    def wait(self) -> bool:
+        """Wait until the batch is done (True) or one of its threads is asked to lead it and
+        this one takes that turn (False). Without the runner's lock held."""
+        with self.turn:
+            while not self.done and not self.lead:
+                self.turn.wait()
+            if self.done:
+                return True
+            self.lead = False
+            return False
+
+    def finish(self, error: BaseException | None) -> None:
+        """Done (``error``: why it failed, or None): its threads go on. Under the runner's lock."""
+        with self.turn:
+            self.error, self.done = error, True
+            self.turn.notify_all()
 
 
 class Runner:
@@ -201,14 +221,15 @@ class Runner:
         memory_limit = smaller.pop("memory", None)
         self.capabilities = _capabilities(self.features, limits, smaller, self.adapter.info["adapter_type"] == "CPU")
         self.path: Backend[Any] = _choose_path(self.device)
-        if isinstance(self.path, NativePath) and self.adapter.info["adapter_type"] != "CPU":
+        self.native = isinstance(self.path, NativePath)  # (asked on every dispatch)
+        if self.native and self.adapter.info["adapter_type"] != "CPU":
             threads = settings()
             self.path.spin_s = threads["spin_us"] * 1e-6
             self.path.copier = hot_copier(threads["copy_helpers"], self.path.spin_s)
         # small outputs in mappable memory: a NumPy call's kit binds its staging (kits.Kit), a
         # resident call writes a buffer a read maps as it is (Memory.storage(readable=True));
         # on the native path, whose dispatches are recorded at their submit (Deferred)
-        self.in_place = "mappable-primary-buffers" in self.features and isinstance(self.path, NativePath)
+        self.in_place = "mappable-primary-buffers" in self.features and self.native
         self.lock = threading.RLock()
         # Finished command buffers of calls recorded since the last submit, the bytes their
         # passes read (small calls share one submit with their read-back), and the buffers
@@ -225,6 +246,7 @@ class Runner:
         self._batch: _Batch | None = None
         self._committing = False
         self.changed = threading.Condition(self.lock)  # mapped, reading or _committing changed
+        self._waiting = 0  # threads waiting on ``changed`` (``wait_until``)
         self._queued = False  # small writes queued since the last submit (``Transfers.write``)
         # write staging that pending work copies out of, mapped again after its submit
         self._remap: list = []
@@ -279,7 +301,7 @@ class Runner:
             for encoder in self._pending:
                 encoder.drop()
             self._pending, self._remap = [], []
-            self.changed.notify_all()
+            self.notify_changed()
             for m in self.memory.writes.clear():  # let their maps land: a pending map keeps its
                 try:                              # buffer (and wgpu-py's, its device) alive
                     self.path.wait(m, None)
@@ -325,15 +347,17 @@ class Runner:
         so that the GPU runs large work while the caller records the next.
         """
         with self.lock:
-            self.check()
-            path = self.path
-            self._pending.append(Deferred(path, steps, clear) if isinstance(path, NativePath) else self.encode(steps, clear))
+            if self._lost is not None:
+                self.check()
+            self._pending.append(Deferred(self.path, steps, clear) if self.native else self.encode(steps, clear))
             uses = getattr(steps, "buffers", None)
             if uses:
                 self._pending_uses.update(uses)
             if clear:
                 self._pending_uses.update(clear)
-            self._count_pending(reads)
+            self._pending_bytes += reads
+            if self._pending_bytes >= SUBMIT_EARLY_BYTES:
+                self.submit()
 
     def enqueue(self, encoder, uses=()) -> None:
         """Add an encoder the caller recorded (``encode``), which uses the buffers ``uses``, to
@@ -367,8 +391,8 @@ class Runner:
         """Submit the recorded work (and, with ``writes``, the queued writes) if there is any,
         e.g. before a buffer they may use is destroyed; in any case, return when no batch of
         committed calls is being submitted (a queue write may follow). Under the lock."""
-        while self._committing:
-            self.changed.wait()
+        if self._committing:
+            self.wait_until(lambda: not self._committing, check=False)
         if self._pending or (writes and (self._queued or self._remap)):
             self.submit()
 
@@ -379,8 +403,8 @@ class Runner:
         (``path.submit``). The submission's ticket; None where there was nothing to submit.
         Under the lock; waits (letting go of it) while a batch of committed calls is being
         submitted (``commit``), and while the work uses a buffer mapped for a read in place."""
-        while self._committing:
-            self.changed.wait()
+        if self._committing:
+            self.wait_until(lambda: not self._committing, check=False)
         if self.mapped:
             self._wait_unmapped(read[0] if read is not None else None, uses)
         encoders, self._pending, self._pending_bytes = self._pending + list(extra) if extra else self._pending, [], 0
@@ -404,12 +428,41 @@ class Runner:
 
     def _wait_unmapped(self, read, uses) -> None:
         """Until no buffer of the pending work (nor ``read``, nor ``uses``) is mapped."""
-        while True:
+        def unmapped() -> bool:
             mapped = self.mapped
-            if mapped.isdisjoint(self._pending_uses) and read not in mapped and mapped.isdisjoint(uses):
-                return
-            self.changed.wait()
-            self.check()
+            return mapped.isdisjoint(self._pending_uses) and read not in mapped and mapped.isdisjoint(uses)
+
+        self.wait_until(unmapped)
+
+    def wait_until(self, ready, check: bool = True) -> None:
+        """Wait (letting go of the lock) until ``ready()``: it looks at ``mapped``, ``reading``
+        or ``_committing``, whose changes are told by ``notify_changed`` (``check``: raise if the
+        device is lost meanwhile). The thread counts as waiting from before its first look, so
+        that a buffer ``unmapped`` without the lock is never missed. Under the lock."""
+        self._waiting += 1
+        try:
+            while not ready():
+                self.changed.wait()
+                if check:
+                    self.check()
+        finally:
+            self._waiting -= 1
+
+    def notify_changed(self) -> None:
+        """Wake the threads waiting in ``wait_until``, if any. Under the lock."""
+        if self._waiting:
+            self.changed.notify_all()
+
+    def unmapped(self, buffer) -> None:
+        """A buffer read in place is unmapped and its read over (``Transfers._read_in_place``):
+        out of ``mapped`` and ``reading``, the threads waiting for that woken. Without the lock
+        (each set's discard is atomic, and ``wait_until`` counts a waiter before it looks), so
+        that threads ending their reads at once do not queue for it."""
+        self.mapped.discard(buffer)
+        self.reading.discard(buffer)
+        if self._waiting:
+            with self.lock:
+                self.changed.notify_all()
 
     def commit(self, call, reads=None) -> None:
         """Submit the native small call ``call`` (a ``DmlCall``: a kit's, ``kits.Kit``, or a read
@@ -424,27 +477,32 @@ class Runner:
         ticket set. ``reads``: the buffer the call maps as it is (a read in place), in
         ``mapped`` from the submission on. Without the lock held."""
         with self.lock:
-            self.check()
             batch = self._batch
-            if batch is None and not self._committing:  # alone
+            if batch is None and not self._committing:  # alone (``_lead`` checks the device first)
                 error = self._lead((call,), () if reads is None else (reads,))
-            else:
-                if batch is None:
-                    batch = self._batch = _Batch(self.lock)
-                batch.calls.append(call)
-                if reads is not None:
-                    batch.reads.append(reads)
-                while not batch.done:
-                    if self._committing:
-                        batch.turn.wait()
-                    else:
-                        self._batch = None
-                        batch.error = self._lead(batch.calls, batch.reads)
-                        batch.done = True
-                        batch.turn.notify_all()
-                error = batch.error
-        if error is not None:
-            raise error
+                if error is not None:
+                    raise error
+                return
+            if batch is None:
+                batch = self._batch = _Batch()
+            batch.calls.append(call)
+            if reads is not None:
+                batch.reads.append(reads)
+            if not self._committing:  # (its thread asked to lead it has not woken yet)
+                self._lead_batch(batch)
+        while not batch.done:
+            if batch.wait():
+                break
+            with self.lock:  # this thread's turn to lead it, unless another thread leads now
+                if self._batch is batch and not self._committing:
+                    self._lead_batch(batch)
+        if batch.error is not None:
+            raise batch.error
+
+    def _lead_batch(self, batch: _Batch) -> None:
+        """Lead the batch waiting (``self._batch``) and wake its threads. Under the lock."""
+        self._batch = None
+        batch.finish(self._lead(batch.calls, batch.reads))
 
     def _lead(self, calls, reads) -> BaseException | None:
         """Submit the small calls ``calls`` (``commit``) with the recorded work and the queued
@@ -478,9 +536,12 @@ class Runner:
             return self.gpu_error(err) if isinstance(err, wgpu.GPUError) else err
         finally:
             self._committing = False
-            if self._batch is not None:  # one thread of the calls that arrived meanwhile leads them
-                self._batch.turn.notify()
-            self.changed.notify_all()  # (submits waiting for the batch to go)
+            waiting = self._batch
+            if waiting is not None:  # one thread of the calls that arrived meanwhile leads them
+                with waiting.turn:
+                    waiting.lead = True
+                    waiting.turn.notify()
+            self.notify_changed()  # (submits waiting for the batch to go)
 
     def flush(self) -> None:
         """Submit the recorded work."""

@@ -382,13 +382,13 @@ class Transfers:
         assert isinstance(n, NativePath)  # (a readable buffer needs in_place, which needs it)
         with runner.lock:
             runner.check()
-            while buffer in runner.mapped or buffer in runner.reading:  # another thread reads it now
-                runner.changed.wait()
-                runner.check()
+            if buffer in runner.mapped or buffer in runner.reading:  # another thread reads it now
+                runner.wait_until(lambda: buffer not in runner.mapped and buffer not in runner.reading)
             m = self._read_maps.get(buffer)
             if m is None:  # (it holds the handle, not the buffer, which may go with its tensor)
                 m = self._read_maps[buffer] = n.new_map(Handle(buffer._internal), buffer.size)
-            call, ticket = n.read_call(m, buffer, 0)
+                n.read_call(m, buffer, 0)  # (made once: it reads the buffer itself)
+            call, ticket = m.call
             call.ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
             runner.reading.add(buffer)
         try:
@@ -403,10 +403,7 @@ class Transfers:
                     runner.lose(f"a read failed with its buffer mapped: {err!r}")
             raise
         finally:
-            with runner.lock:
-                runner.mapped.discard(buffer)
-                runner.reading.discard(buffer)
-                runner.changed.notify_all()
+            runner.unmapped(buffer)
         return out
 
     def _finish_read(self, m, ticket, out: np.ndarray) -> None:
