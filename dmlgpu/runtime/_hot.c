@@ -59,9 +59,17 @@ typedef struct { void *next_in_chain; uint32_t mode; MapCallback callback; void 
  * p50 of which 90 on the CPU, and its submit 90, of which 50, beside a spinning poller). */
 typedef struct {
     _Atomic int busy, sleepers, submitting;
+    _Atomic int landed; /* a map landed while a thread polled: it wakes the sleepers after its poll */
     pthread_mutex_t mu;
     pthread_cond_t polled;
 } DmlPoller;
+
+/* Wake the threads asleep on ``p`` (they look whether their own map has landed). */
+static void wake_sleepers(DmlPoller *p) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->polled);
+    pthread_mutex_unlock(&p->mu);
+}
 
 typedef struct {
     H (*create_encoder)(H device, const void *descriptor);
@@ -131,9 +139,11 @@ static void on_mapped(uint32_t status, StringView message, void *userdata1, void
     }
     DmlPoller *p = f->poller;
     if (p && atomic_load(&p->sleepers)) { /* (its waiter may be asleep: wake the sleepers) */
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->polled);
-        pthread_mutex_unlock(&p->mu);
+        /* Once for all the maps one poll lands, by the thread polling after it returns (the
+         * calls of a batch land together: a wake for each map woke every sleeper up to as many
+         * times as there were maps), or now if no thread polls. */
+        if (atomic_load(&p->busy)) atomic_store(&p->landed, 1);
+        else wake_sleepers(p);
     }
 }
 
@@ -193,11 +203,8 @@ static void sleep_until_polled(DmlPoller *p, const DmlState *s, double seconds) 
 /* This thread polls no more (its map landed, or it gives up): one of the sleepers takes over. */
 static void done_polling(DmlPoller *p) {
     atomic_store(&p->busy, 0);
-    if (atomic_load(&p->sleepers)) {
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->polled);
-        pthread_mutex_unlock(&p->mu);
-    }
+    atomic_store(&p->landed, 0);
+    if (atomic_load(&p->sleepers)) wake_sleepers(p);
 }
 
 /* A thread that is not polling spins this long for its map before it sleeps (woken when a map
@@ -239,6 +246,7 @@ DML_EXPORT int dml_wait(const DmlFns *f, H device, const DmlState *s, double spi
             continue;
         }
         uint32_t idle = f->poll(device, !spinning, spinning ? NULL : ticket);
+        if (p && atomic_exchange(&p->landed, 0)) wake_sleepers(p);
         if (spinning || (state = dml_state(s)) != PENDING) continue;
         if (!idle) continue;
         ticket = NULL;
