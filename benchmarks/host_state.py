@@ -81,7 +81,7 @@ def main() -> None:
             t1 = clock()
             path.fill(kit.wmap, data)  # (its wait returns at once: landed)
             t2 = clock()
-            runner.commit(kit.c)
+            runner.commits.commit(kit.c)
             t3 = clock()
             path.read(kit.rmap, kit.ticket, out)
             t4 = clock()

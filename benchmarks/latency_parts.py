@@ -7,7 +7,9 @@ times, interleaved in rounds: the wgpu-native bound (``dmlgpu.bench.gpu_timers.b
 dispatch and a 16-byte read-back with nothing of dmlgpu's in between), our runner's floor (the
 same dispatch and read-back through the runner), a compiled argmax of a FLOAT32 (rows, width)
 tensor on resident buffers with a 4-byte read, the resident API call
-(``dmlgpu.argmax(t, 1).numpy()`` and release) and the NumPy call (``dmlgpu.argmax(x, 1)``).
+(``dmlgpu.argmax(t, 1).numpy()`` and release) and the NumPy call (``dmlgpu.argmax(x, 1)``);
+and the bound again from C (``bare_round_trips(in_c=True)``: wgpu-native's calls with no
+Python between them, what the bound's own Python costs shown by the difference).
 For each: p50 and p99 of the wall time, and for ours the p50 of the time spent waiting for the
 result (polling the device, then the result's few bytes copied out and unmapped: ``path.read``)
 and of the rest, the host's own work. The bound's wall time is
@@ -80,14 +82,15 @@ def main() -> None:
         for _ in range(100):
             fn()
     bare_round_trips(runner, 100)
-    wall = {name: [] for name in ["wgpu-native bound", *calls]}
+    wall = {name: [] for name in ["wgpu-native bound", "the same from C", *calls]}
     waits = {name: [] for name in calls}
     rounds = 10
     per_round = max(1, args.calls // rounds)
     for _ in range(rounds):
-        bare = bare_round_trips(runner, per_round)
-        if bare is not None:
-            wall["wgpu-native bound"].extend(bare)
+        for name, in_c in (("wgpu-native bound", False), ("the same from C", True)):
+            bare = bare_round_trips(runner, per_round, in_c=in_c)
+            if bare is not None:
+                wall[name].extend(bare)
         for name, fn in calls.items():
             for _ in range(per_round):
                 waited[0] = 0.0

@@ -88,7 +88,7 @@ def test_a_read_back_shares_the_command_buffer_of_work_recorded_before_it(device
 def test_dispatches_are_recorded_at_their_submit_with_the_read_after_them(device, monkeypatch):
     """Native path: a dispatch stays its steps until the submit. The dispatches after the
     last other pending work are recorded by the one C call that records the read (or the
-    calls committed with it, ``Runner.commit``), in one encoder and in order, with no
+    calls committed with it, ``Commits.commit``), in one encoder and in order, with no
     ``Deferred.take``; those before other work (a staged upload's copy) are taken on their
     own. A read's ``DmlCall`` carries no steps: a later read through the same staging only
     copies."""
@@ -319,6 +319,56 @@ def _helper_threads_become(count: int) -> bool:
     while _helper_threads() != count and time.monotonic() < give_up:
         time.sleep(0.01)
     return _helper_threads() == count
+
+
+def test_a_thread_alone_submits_its_own_call_and_threads_at_once_share_submissions(device, monkeypatch):
+    """Native path: a thread that finds no submission of small calls under way submits its own
+    at once, with no batch made (``Commits.commit``); calls that arrive while one is being
+    submitted (here held up for a moment) wait in a batch and go in one submission together,
+    one thread leading it; every answer right, and nothing left waiting or mapped after."""
+    import threading
+
+    import numpy as np
+
+    from dmlgpu import oracle
+    from dmlgpu.runtime import commits
+
+    if device.runner.path.name != "native":
+        return
+    made, submitted, batch = [], [], commits._Batch
+    monkeypatch.setattr(commits, "_Batch", type("Counted", (batch,), {
+        "__init__": lambda self: made.append(self) or batch.__init__(self)}))
+    rng = np.random.default_rng(11)
+    xs = [rng.standard_normal((3, 40 + i)).astype(np.float32) for i in range(8)]
+    ts = [device.upload(x) for x in xs]
+    for x, t in zip(xs, ts):  # alone: resident and NumPy calls
+        assert np.array_equal(dmlgpu.argmax(t, 1).numpy(), oracle.argmax(x, 1))
+        assert np.array_equal(dmlgpu.argmin(x, 1, device=device), oracle.argmin(x, 1))
+    assert made == []
+    real = device.runner.path.submit_calls
+
+    def slow(pending, calls):
+        submitted.append(len(calls))
+        time.sleep(0.05)  # (the others arrive meanwhile)
+        return real(pending, calls)
+
+    monkeypatch.setattr(device.runner.path, "submit_calls", slow)
+    got: dict = {}
+    start = threading.Barrier(len(xs))
+
+    def call(i: int) -> None:
+        start.wait()
+        got[i] = dmlgpu.argmax(ts[i], 1).numpy() if i % 2 else dmlgpu.argmax(xs[i], 1, device=device)
+
+    workers = [threading.Thread(target=call, args=(i,)) for i in range(len(xs))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert all(np.array_equal(got[i], oracle.argmax(x, 1)) for i, x in enumerate(xs))
+    assert made and max(submitted) > 1 and sum(submitted) == len(xs)
+    r = device.runner
+    assert r.commits._batch is None and not r.commits.leading and not r.mapped and not r.reading
 
 
 def test_copies_on_helper_threads_land_whole_at_every_size(device, monkeypatch):

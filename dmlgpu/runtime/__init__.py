@@ -6,5 +6,6 @@
   submit and map.
 - ``memory``: buffer usages and sizes, the pools of kept buffers.
 - ``transfers``: the paths bytes take between the host and the GPU.
-- ``runner``: orders work on the queue and owns the device's lifetime.
+- ``runner``: orders work on the queue and owns the device's lifetime; ``commits``: small
+  calls from many threads in one submission.
 """

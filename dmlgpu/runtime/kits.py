@@ -4,7 +4,7 @@ Owns ``Kit``: an operator's input and output buffers, its passes bound to them, 
 the upload and the read-back (each with its map) and the C ``DmlCall`` holding every handle,
 made once and reused. May touch the runner's memory (to make the kit's buffers) and queue (its
 call is submitted with the work recorded before it and the calls of other threads, through
-``Runner.commit``).
+``Commits.commit``).
 """
 
 from __future__ import annotations
@@ -82,11 +82,11 @@ class Kit:
         """The call on the bytes ``data`` into the uint8 array ``out``: the bytes copied into
         the upload staging (outside the lock: the kit is this thread's), then the work recorded
         before it and the calls other threads commit meanwhile submitted together
-        (``Runner.commit``: ``dml_record_calls``, ``dml_submit_calls``), then the read-back
+        (``Commits.commit``: ``dml_record_calls``, ``dml_submit_calls``), then the read-back
         waited for and copied out."""
         runner = self.runner
         n = runner.path
         runner.check()
         n.fill(self.wmap, data)  # (once its map has landed: the GPU copied out of it in the call before)
-        runner.commit(self.c)
+        runner.commits.commit(self.c)
         n.read(self.rmap, self.ticket, out)

@@ -160,7 +160,7 @@ class NativePath:
         resident call leaves them) are recorded into that one encoder too, in order, each from
         the ``DmlCall`` its steps keep (``Deferred.call``). The submission's index.
 
-        One runs at a time (the runner's lock, or the batch it leads: ``Runner.commit``), so
+        One runs at a time (the runner's lock, or the batch it leads: ``Commits.commit``), so
         the C arrays of calls and command buffers are this path's own, made once and grown
         when a submission needs more."""
         split = len(pending)
@@ -171,7 +171,8 @@ class NativePath:
             self._room = 2 * max(count, split + 1)
             self._calls = self.hot_ffi.new("DmlCall *[]", self._room)
             self._buffers = self.hot_ffi.new("void *[]", self._room)
-        array, buffers, kept = self._calls, self._buffers, []  # (plain lists' C arrays live until the calls return)
+        array, buffers = self._calls, self._buffers
+        kept: list = []  # (plain lists' C arrays live until the calls return)
         i = 0
         for d in pending[split:]:
             array[i] = d.call(kept)

@@ -27,10 +27,16 @@ Objects are created through wgpu-py either way, so that their lifetimes stay wgp
   small call's passes and its read-back: 9 us less than two on the H100). On the native
   path a dispatch stays its steps until the submit (``Deferred``), which records it, under
   the lock, with the read-back that follows it in one C call.
-- No lock is held while a thread waits for the GPU: each thread waits for its own result,
-  and the threads waiting on one device take turns polling it (``native.NativePath.wait``,
-  ``_hot.c``'s ``DmlPoller``; the public path's maps land in wgpu-py's poll thread), so
-  submissions from several threads are in flight together.
+- No lock is held while a thread waits for the GPU, nor the interpreter's (cffi lets go of
+  it for every C call): each thread waits for its own result, and the threads waiting on one
+  device take turns polling it (``native.NativePath.wait``, ``_hot.c``'s ``DmlPoller``; the
+  public path's maps land in wgpu-py's poll thread), so submissions from several threads are
+  in flight together.
+- Small calls on the native path share submissions (``commits.Commits``): a thread that finds no
+  submission of them under way submits its own at once; the calls that arrive while one is
+  under way (outside the lock: recording and submitting, in C) make the next batch, which one
+  of their threads leads when it is done, with one encoder, one compute pass and one submit
+  for all of them. A batch's threads wait on its own condition, not the lock.
 - A small output in mappable memory read in place (``Transfers._read_in_place``) is mapped
   from the submit that starts its map to its unmap; wgpu-native aborts the process on a
   submit that uses a mapped buffer. Such buffers are in ``mapped``; a submit whose work
@@ -57,6 +63,7 @@ from ..errors import AdapterError, DeviceLostError
 from ..plan import Capabilities
 from .adapters import choose_adapter, release_device, request_device
 from .backend import Backend
+from .commits import Commits
 from .hot import hot_copier, settings
 from .memory import Memory
 from .native import Deferred, NativePath, native_unsupported
@@ -163,42 +170,6 @@ def _choose_path(device) -> NativePath | PublicPath:
     return PublicPath(device)
 
 
-class _Batch:
-    """Small calls committed together (``Runner.commit``) while another submission was under
-    way: one submission for all of them. Their threads wait on the batch's own condition, of
-    its own lock (not the runner's), so that a batch done wakes its threads alone and they go
-    on to their reads without queueing for the runner's lock behind each other (and ahead of
-    the next batch's leader); one of them is woken first when the batch is to be led
-    (``lead``)."""
-
-    __slots__ = ("calls", "reads", "done", "lead", "error", "turn")
-
-    def __init__(self) -> None:
-        self.calls: list = []  # DmlCall pointers
-        self.reads: list = []  # buffers they map as they are (reads in place)
-        self.done = False  # submitted, or failed (``error``)
-        self.lead = False  # one of its threads is asked to lead it (at the end of ``Runner._lead``)
-        self.error: BaseException | None = None
-        self.turn = threading.Condition(threading.Lock())
-
-    def wait(self) -> bool:
-        """Wait until the batch is done (True) or one of its threads is asked to lead it and
-        this one takes that turn (False). Without the runner's lock held."""
-        with self.turn:
-            while not self.done and not self.lead:
-                self.turn.wait()
-            if self.done:
-                return True
-            self.lead = False
-            return False
-
-    def finish(self, error: BaseException | None) -> None:
-        """Done (``error``: why it failed, or None): its threads go on. Under the runner's lock."""
-        with self.turn:
-            self.error, self.done = error, True
-            self.turn.notify_all()
-
-
 class Runner:
     """One wgpu device: its pipeline cache, the order of work on its queue, its lifetime, and
     its rooms (``memory``, ``transfers``, ``path``)."""
@@ -220,16 +191,18 @@ class Runner:
         smaller = dict(smaller or {})
         memory_limit = smaller.pop("memory", None)
         self.capabilities = _capabilities(self.features, limits, smaller, self.adapter.info["adapter_type"] == "CPU")
-        self.path: Backend[Any] = _choose_path(self.device)
-        self.native = isinstance(self.path, NativePath)  # (asked on every dispatch)
-        if self.native and self.adapter.info["adapter_type"] != "CPU":
+        path = _choose_path(self.device)
+        self.path: Backend[Any] = path
+        # the path where it is the native one, else None (asked on every dispatch)
+        self.native: NativePath | None = path if isinstance(path, NativePath) else None
+        if self.native is not None and self.adapter.info["adapter_type"] != "CPU":
             threads = settings()
-            self.path.spin_s = threads["spin_us"] * 1e-6
-            self.path.copier = hot_copier(threads["copy_helpers"], self.path.spin_s)
+            self.native.spin_s = threads["spin_us"] * 1e-6
+            self.native.copier = hot_copier(threads["copy_helpers"], self.native.spin_s)
         # small outputs in mappable memory: a NumPy call's kit binds its staging (kits.Kit), a
         # resident call writes a buffer a read maps as it is (Memory.storage(readable=True));
         # on the native path, whose dispatches are recorded at their submit (Deferred)
-        self.in_place = "mappable-primary-buffers" in self.features and self.native
+        self.in_place = "mappable-primary-buffers" in self.features and self.native is not None
         self.lock = threading.RLock()
         # Finished command buffers of calls recorded since the last submit, the bytes their
         # passes read (small calls share one submit with their read-back), and the buffers
@@ -241,11 +214,8 @@ class Runner:
         # has claimed before its map starts (module docstring)
         self.mapped: set = set()
         self.reading: set = set()
-        # small calls waiting for the next submission (``commit``; None: none), and whether a
-        # thread is submitting a batch of them now (then no other submit or queue write may start)
-        self._batch: _Batch | None = None
-        self._committing = False
-        self.changed = threading.Condition(self.lock)  # mapped, reading or _committing changed
+        self.commits = Commits(self)  # small calls submitted together (its ``leading``: one is now)
+        self.changed = threading.Condition(self.lock)  # mapped, reading or commits.leading changed
         self._waiting = 0  # threads waiting on ``changed`` (``wait_until``)
         self._queued = False  # small writes queued since the last submit (``Transfers.write``)
         # write staging that pending work copies out of, mapped again after its submit
@@ -349,7 +319,8 @@ class Runner:
         with self.lock:
             if self._lost is not None:
                 self.check()
-            self._pending.append(Deferred(self.path, steps, clear) if self.native else self.encode(steps, clear))
+            native = self.native
+            self._pending.append(Deferred(native, steps, clear) if native is not None else self.encode(steps, clear))
             uses = getattr(steps, "buffers", None)
             if uses:
                 self._pending_uses.update(uses)
@@ -391,8 +362,8 @@ class Runner:
         """Submit the recorded work (and, with ``writes``, the queued writes) if there is any,
         e.g. before a buffer they may use is destroyed; in any case, return when no batch of
         committed calls is being submitted (a queue write may follow). Under the lock."""
-        if self._committing:
-            self.wait_until(lambda: not self._committing, check=False)
+        if self.commits.leading:
+            self.wait_until(lambda: not self.commits.leading, check=False)
         if self._pending or (writes and (self._queued or self._remap)):
             self.submit()
 
@@ -402,15 +373,12 @@ class Runner:
         MAP_READ staging buffer): its copy recorded last and its map started
         (``path.submit``). The submission's ticket; None where there was nothing to submit.
         Under the lock; waits (letting go of it) while a batch of committed calls is being
-        submitted (``commit``), and while the work uses a buffer mapped for a read in place."""
-        if self._committing:
-            self.wait_until(lambda: not self._committing, check=False)
+        submitted (``Commits``), and while the work uses a buffer mapped for a read in place."""
+        if self.commits.leading:
+            self.wait_until(lambda: not self.commits.leading, check=False)
         if self.mapped:
-            self._wait_unmapped(read[0] if read is not None else None, uses)
-        encoders, self._pending, self._pending_bytes = self._pending + list(extra) if extra else self._pending, [], 0
-        self._pending_uses = set()
-        queued, self._queued = self._queued, False
-        remap, self._remap = self._remap, []
+            self.wait_unmapped(read[0] if read is not None else None, uses)
+        encoders, queued, remap = self.take_pending(extra)
         if not encoders and not queued and read is None:
             return None
         try:
@@ -426,7 +394,17 @@ class Runner:
             self.transfers.remapped(remap)
         return ticket
 
-    def _wait_unmapped(self, read, uses) -> None:
+    def take_pending(self, extra=()) -> tuple[list, bool, list]:
+        """For a submission: the recorded work (and ``extra`` after it), whether writes were
+        queued (they land ahead of it), and the write staging to map again after it; taken,
+        and the count of pending bytes started again. Under the lock."""
+        pending = self._pending + list(extra) if extra else self._pending
+        self._pending, self._pending_bytes, self._pending_uses = [], 0, set()
+        queued, self._queued = self._queued, False
+        remap, self._remap = self._remap, []
+        return pending, queued, remap
+
+    def wait_unmapped(self, read, uses) -> None:
         """Until no buffer of the pending work (nor ``read``, nor ``uses``) is mapped."""
         def unmapped() -> bool:
             mapped = self.mapped
@@ -436,7 +414,7 @@ class Runner:
 
     def wait_until(self, ready, check: bool = True) -> None:
         """Wait (letting go of the lock) until ``ready()``: it looks at ``mapped``, ``reading``
-        or ``_committing``, whose changes are told by ``notify_changed`` (``check``: raise if the
+        or ``commits.leading``, whose changes are told by ``notify_changed`` (``check``: raise if the
         device is lost meanwhile). The thread counts as waiting from before its first look, so
         that a buffer ``unmapped`` without the lock is never missed. Under the lock."""
         self._waiting += 1
@@ -463,85 +441,6 @@ class Runner:
         if self._waiting:
             with self.lock:
                 self.changed.notify_all()
-
-    def commit(self, call, reads=None) -> None:
-        """Submit the native small call ``call`` (a ``DmlCall``: a kit's, ``kits.Kit``, or a read
-        in place's) after the recorded work, in one submission with the calls other threads
-        commit meanwhile (a group commit: wgpu-native's submit and poll take turns inside it, so
-        a round trip a thread did not get more done from more threads). One thread at a time
-        leads (``_lead``): it takes the calls waiting and the recorded work, and records and
-        submits them with one encoder, outside the lock; the calls that arrive meanwhile wait
-        for the next batch (``_Batch``), which one of their threads leads. A thread that finds
-        no batch being submitted and none waiting leads its own call at once, with no batch
-        made and nothing to wait for. The call's maps are started in that submission and its
-        ticket set. ``reads``: the buffer the call maps as it is (a read in place), in
-        ``mapped`` from the submission on. Without the lock held."""
-        with self.lock:
-            batch = self._batch
-            if batch is None and not self._committing:  # alone (``_lead`` checks the device first)
-                error = self._lead((call,), () if reads is None else (reads,))
-                if error is not None:
-                    raise error
-                return
-            if batch is None:
-                batch = self._batch = _Batch()
-            batch.calls.append(call)
-            if reads is not None:
-                batch.reads.append(reads)
-            if not self._committing:  # (its thread asked to lead it has not woken yet)
-                self._lead_batch(batch)
-        while not batch.done:
-            if batch.wait():
-                break
-            with self.lock:  # this thread's turn to lead it, unless another thread leads now
-                if self._batch is batch and not self._committing:
-                    self._lead_batch(batch)
-        if batch.error is not None:
-            raise batch.error
-
-    def _lead_batch(self, batch: _Batch) -> None:
-        """Lead the batch waiting (``self._batch``) and wake its threads. Under the lock."""
-        self._batch = None
-        batch.finish(self._lead(batch.calls, batch.reads))
-
-    def _lead(self, calls, reads) -> BaseException | None:
-        """Submit the small calls ``calls`` (``commit``) with the recorded work and the queued
-        writes, their record and submit outside the lock (the calls arriving meanwhile join
-        the next batch), and put the buffers ``reads`` in ``mapped``; no other submit or queue
-        write starts until it is done. The error, or None. Under the lock."""
-        assert isinstance(self.path, NativePath)  # (only the native path commits small calls)
-        self._committing = True
-        remap: list = []
-        try:
-            self.check()
-            if self.mapped:
-                self._wait_unmapped(None, ())
-            pending, self._pending, self._pending_bytes, self._pending_uses = self._pending, [], 0, set()
-            self._queued = False  # (queue writes land ahead of the next submission: this one)
-            remap, self._remap = self._remap, []
-            self.lock.release()
-            try:
-                self.path.submit_calls(pending, calls)
-            finally:
-                self.lock.acquire()
-                for encoder in pending:
-                    encoder.drop()
-            self.mapped.update(reads)
-            if remap:
-                self.transfers.remapped(remap)
-            return None
-        except BaseException as err:
-            for m in remap:
-                self.memory.destroy(m.buffer)
-            return self.gpu_error(err) if isinstance(err, wgpu.GPUError) else err
-        finally:
-            self._committing = False
-            waiting = self._batch
-            if waiting is not None:  # one thread of the calls that arrived meanwhile leads them
-                with waiting.turn:
-                    waiting.lead = True
-                    waiting.turn.notify()
-            self.notify_changed()  # (submits waiting for the batch to go)
 
     def flush(self) -> None:
         """Submit the recorded work."""

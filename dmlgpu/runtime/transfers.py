@@ -358,10 +358,10 @@ class Transfers:
                 except BaseException:
                     memory.destroy(m.buffer)
                     raise
-        if isinstance(path, NativePath):  # committed with other threads' calls (Runner.commit)
+        if isinstance(path, NativePath):  # committed with other threads' calls (Commits.commit)
             call, ticket = path.read_call(m, buffer, offset)
             try:
-                runner.commit(call)
+                runner.commits.commit(call)
             except BaseException:
                 with runner.lock:
                     memory.destroy(m.buffer)
@@ -372,7 +372,7 @@ class Transfers:
     def _read_in_place(self, buffer, out: np.ndarray) -> np.ndarray:
         """Read a buffer that passes wrote in mappable memory (``Memory.storage(readable=True)``)
         through a map of its own: no copy into staging. From the submission that starts the map
-        (a batch of committed calls, ``Runner.commit``) to the unmap the buffer is in
+        (a batch of committed calls, ``Commits.commit``) to the unmap the buffer is in
         ``runner.mapped``, so that no other submit uses it meanwhile (wgpu-native aborts the
         process on one; such a submit waits, others go ahead), and another read of it waits its
         turn (``runner.reading`` until then); the wait itself holds no lock. On the H100 a
@@ -387,12 +387,11 @@ class Transfers:
             m = self._read_maps.get(buffer)
             if m is None:  # (it holds the handle, not the buffer, which may go with its tensor)
                 m = self._read_maps[buffer] = n.new_map(Handle(buffer._internal), buffer.size)
-                n.read_call(m, buffer, 0)  # (made once: it reads the buffer itself)
-            call, ticket = m.call
+            call, ticket = m.call or n.read_call(m, buffer, 0)  # (made once: it reads the buffer itself)
             call.ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
             runner.reading.add(buffer)
         try:
-            runner.commit(call, reads=buffer)  # (in runner.mapped from its submission on)
+            runner.commits.commit(call, reads=buffer)  # (in runner.mapped from its submission on)
             n.read(m, ticket, out)
         except BaseException as err:
             # Once submitted, the buffer (its tensor's) may be mid-map or mapped: it can be
