@@ -18,8 +18,8 @@ import numpy as np
 import dmlgpu
 from dmlgpu.bench.throughput import rate
 
-TIMED = (("commit", None), ("dispatch", None), ("wait", "path"), ("read", "path"), ("_read_in_place", "transfers"),
-         ("_finish_read", "transfers"))
+TIMED = (("commit", "commits"), ("submit_calls", "path"), ("dispatch", None), ("wait", "path"), ("read", "path"),
+         ("_read_in_place", "transfers"), ("_finish_read", "transfers"))
 COUNTED = (("create", "memory"), ("destroy", "memory"), ("new_map", "path"))
 
 
