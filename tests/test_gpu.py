@@ -395,6 +395,27 @@ def test_caches_are_bounded(device):
     assert first(np.array([[5, 9]], np.int32)).item() == 1
 
 
+def test_a_cache_finds_its_last_entry_without_its_lock_and_forgets_it_on_any_change():
+    """``LruCache.get`` remembers the entry it found last (a loop of one call looks it up every
+    time): found again by an equal key, forgotten when any entry is written or removed, and
+    the order of use still kept for the rest."""
+    from dmlgpu.caches import LruCache
+
+    cache = LruCache(2)
+    cache[("a", 1)] = "first"
+    cache[("b", 2)] = "second"
+    assert cache.get(("a", 1)) == "first" and cache._last == (("a", 1), "first")
+    assert cache.get(("a", 1)) == "first"  # (from _last: an equal key, not the same object)
+    cache[("a", 1)] = "again"  # a write forgets it
+    assert cache._last is None and cache.get(("a", 1)) == "again"
+    cache[("c", 3)] = "third"  # ("b", 2) was used least recently: dropped
+    assert cache.get(("b", 2)) is None and cache.get(("c", 3)) == "third" and cache.get(("a", 1)) == "again"
+    del cache[("a", 1)]
+    assert cache.get(("a", 1), "gone") == "gone"
+    cache.clear()
+    assert cache.get(("c", 3)) is None and cache._last is None
+
+
 def test_freed_buffers_are_kept_up_to_the_pool_limit(device, monkeypatch):
     compiled = device.compile(ArgMinOperatorDesc(TensorDesc("FLOAT32", (3, 5)), axes=[1]))
     monkeypatch.setattr(device.runner.memory.pool, "limit", 0)  # keep nothing
