@@ -293,12 +293,20 @@ def grid_for(count: int, max_per_dim: int) -> tuple[int, int, int]:
     return (x, y, z)
 
 
+def reads_quads(red: ArgReduction) -> bool:
+    """Whether the input may be read in 16-byte quads: elements of at most 4 bytes (8-byte ones
+    are read in pairs of words), and at least a quad's bytes. A caller's binding holds only the
+    tensor's ``total_tensor_size_in_bytes`` (docs/binding.md), and a shader that declares its
+    input as quads cannot be bound to fewer than 16 bytes."""
+    return red.input.data_type.size <= 4 and red.input.total_tensor_size_in_bytes >= 16
+
+
 def elements_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...], in_base: int = 0) -> int:
     """Elements in a 16-byte load when the reduced rows are contiguous and every quad is
     aligned, else 0. With several reduced dimensions the innermost must also be a whole
     number of quads, so that no quad straddles two rows."""
     size = red.input.data_type.size
-    if size > 4 or not reduced or reduced[-1].in_stride != 1:
+    if not reads_quads(red) or not reduced or reduced[-1].in_stride != 1:
         return 0
     per_quad = 16 // size
     outer = reduced[:-1]
@@ -312,7 +320,7 @@ def outputs_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Di
     """Outputs whose elements share each 16-byte load when neighbouring outputs are
     contiguous and every quad is aligned (reductions over outer axes), else 0."""
     size = red.input.data_type.size
-    if size > 4 or not kept or kept[-1].in_stride != 1:
+    if not reads_quads(red) or not kept or kept[-1].in_stride != 1:
         return 0
     per_quad = 16 // size
     aligned = (in_base % per_quad == 0 and kept[-1].size % per_quad == 0
@@ -331,7 +339,7 @@ def row_blocks(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...
     threads that load about ``loads_per_thread`` quads each.
     """
     size = red.input.data_type.size
-    if size > 4 or len(reduced) != 1 or len(kept) != 1 or not tuning.rows_max_bytes:
+    if not reads_quads(red) or len(reduced) != 1 or len(kept) != 1 or not tuning.rows_max_bytes:
         return None
     width = reduced[0].size
     if reduced[0].in_stride != 1 or kept[0].in_stride != width or width * size > tuning.rows_max_bytes:

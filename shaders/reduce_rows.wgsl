@@ -6,7 +6,8 @@
 // constants once the loops are written out. With SEG > 1 (one row a block) each thread
 // folds its quads and the segment merges (tree_*.wgsl). Workgroups stride over tiles of
 // WG / SEG blocks, so no row costs a division. The plan chose ROW, ROWS and SEG, and checked
-// that the rows are packed and the first is aligned to a quad.
+// that the rows are packed and the first is aligned to a quad. The last block may end in a
+// partial quad, or past the bound range: it alone loads through load_quad_at_end.
 // ROW_STAGE (SEG = 1): a tile's results go through workgroup memory, so that consecutive
 // threads store consecutive rows.
 // Constants: WG, SEG, ROW, ROWS, ROW_STAGE.
@@ -26,15 +27,25 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
     let blocks = (rows + ROWS - 1u) / ROWS;
     let tiles = (blocks + WG / SEG - 1u) / (WG / SEG);
     let first_quad = params.piece.x / PER_QUAD;
+    let whole_quads = arrayLength(&src);  // the quads wholly inside the bound range
     // The trip count is the workgroup's: every thread reaches the tree's barriers.
     for (var tile = workgroup_index(inv.wid); tile < tiles; tile += grid.x * grid.y * grid.z) {
         // Segments past the last block redo it and store nothing.
         let wanted = tile * (WG / SEG) + inv.lid / SEG;
         let block = min(wanted, blocks - 1u);
+        let block_quad = first_quad + block * BLOCK_QUADS;
         var words: array<vec4<u32>, LANE_QUADS>;
-        for (var i = 0u; i < LANE_QUADS; i++) { // unroll
-            if (i * SEG + lane < BLOCK_QUADS) {
-                words[i] = src[first_quad + block * BLOCK_QUADS + i * SEG + lane];
+        if (block_quad + BLOCK_QUADS <= whole_quads) {
+            for (var i = 0u; i < LANE_QUADS; i++) { // unroll
+                if (i * SEG + lane < BLOCK_QUADS) {
+                    words[i] = src[block_quad + i * SEG + lane];
+                }
+            }
+        } else {  // the last block: it may end in a partial quad, or past the bound range
+            for (var i = 0u; i < LANE_QUADS; i++) { // unroll
+                if (i * SEG + lane < BLOCK_QUADS) {
+                    words[i] = load_quad_at_end(block_quad + i * SEG + lane);
+                }
             }
         }
         var best = walk_start(0u);

@@ -9,8 +9,8 @@ in a dispatch: bound as the input (``read-only-storage``) and as the output or t
 (``storage``) of one pass, it is refused, whatever the ranges. Our own tensors never share a
 buffer, but a caller's may (``Device.wrap``, binding tables: input and output at two offsets
 of one buffer). Such a pass binds through the *shared* layout, whose binding 1 is ``storage``
-too, and runs a variant of its WGSL whose input is declared ``read_write``
-(``writable_input``): the same shader, its input still only read.
+too (and binding 4, the input's range as words), and runs a variant of its WGSL whose input
+is declared ``read_write`` (``writable_input``): the same shader, its input still only read.
 """
 
 from __future__ import annotations
@@ -28,27 +28,37 @@ if TYPE_CHECKING:
     from .runner import Runner
 
 #: Binding 0: parameters; 1: the input (read-only); 2: the output; 3: scratch that a pass
-#: keeps between dispatches (a plan's race words), else a small buffer no shader declares.
+#: keeps between dispatches (a plan's race words), else a small buffer no shader declares;
+#: 4: the input's range again, which a shader reading it in 16-byte quads declares as words
+#: (``shaders/load_quads.wgsl``: a range that ends inside a quad).
 LAYOUT_ENTRIES = [
     {"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.uniform}},
     {"binding": 1, "visibility": wgpu.ShaderStage.COMPUTE,
      "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
     {"binding": 2, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
     {"binding": 3, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
+    {"binding": 4, "visibility": wgpu.ShaderStage.COMPUTE,
+     "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
 ]
-#: The same with binding 1 writable: for a pass whose input shares a buffer with what it writes.
-SHARED_LAYOUT_ENTRIES = [{**e, "buffer": {"type": wgpu.BufferBindingType.storage}} if e["binding"] == 1 else e
-                         for e in LAYOUT_ENTRIES]
+#: Bindings of the input: read-only, except in the shared layout.
+INPUT_BINDINGS = (1, 4)
+#: The same with the input's bindings writable: for a pass whose input shares a buffer with what it writes.
+SHARED_LAYOUT_ENTRIES = [{**e, "buffer": {"type": wgpu.BufferBindingType.storage}} if e["binding"] in INPUT_BINDINGS
+                         else e for e in LAYOUT_ENTRIES]
 _READ_INPUT = "@group(0) @binding(1) var<storage, read> "
+_READ_INPUT_WORDS = "@group(0) @binding(4) var<storage, read> "
 #: Pipelines the cache keeps (least recently used go first; operators hold their own).
 KEPT_PIPELINES = 128
 
 
 def writable_input(source: str) -> str:
-    """A pass's WGSL with its input (binding 1) declared ``read_write``, for the shared layout."""
-    if source.count(_READ_INPUT) != 1:
+    """A pass's WGSL with its input (binding 1, and binding 4 where it reads it as words too)
+    declared ``read_write``, for the shared layout."""
+    if source.count(_READ_INPUT) != 1 or source.count(_READ_INPUT_WORDS) > 1:
         raise ValueError("a pass's WGSL declares its input once, as " + repr(_READ_INPUT.strip()))
-    return source.replace(_READ_INPUT, "@group(0) @binding(1) var<storage, read_write> ")
+    for declared in (_READ_INPUT, _READ_INPUT_WORDS):
+        source = source.replace(declared, declared.replace("var<storage, read> ", "var<storage, read_write> "))
+    return source
 
 
 def required_limits(workgroup_size: int) -> dict[str, tuple[int, str]]:
@@ -141,10 +151,10 @@ class Programs:
         return buffer
 
     def bind(self, params, src, dst, scratch=None, shared: bool = False):
-        """The bind group of one pass: its parameters, input, output and the scratch it keeps
-        between dispatches (binding 3, if any). ``src`` and ``dst`` are buffers, or (buffer,
-        offset, size) windows of them; ``shared``: through the shared layout (module docstring),
-        for a ``src`` in the buffer that ``dst`` is in."""
+        """The bind group of one pass: its parameters, input, output, the scratch it keeps
+        between dispatches (binding 3, if any) and its input again (binding 4). ``src`` and
+        ``dst`` are buffers, or (buffer, offset, size) windows of them; ``shared``: through the
+        shared layout (module docstring), for a ``src`` in the buffer that ``dst`` is in."""
         def resource(target) -> dict:
             if isinstance(target, tuple):
                 buffer, offset, size = target
@@ -155,5 +165,5 @@ class Programs:
         return self.runner.device.create_bind_group(
             layout=self._layout(shared)[0],
             entries=[{"binding": i, "resource": resource(t)}
-                     for i, t in enumerate((params, src, dst, scratch or self._no_scratch))],
+                     for i, t in enumerate((params, src, dst, scratch or self._no_scratch, src))],
         )
