@@ -80,6 +80,18 @@ def test_quads_need_16_byte_aligned_rows():
     assert argmax_plan((64, 1024), [1], data_type="UINT8", strides=(1032, 1)).loader == "load_packed"  # 1032 % 16
 
 
+def test_quads_need_an_input_of_at_least_one_quad():
+    """A caller's binding holds only the tensor's bytes: a shader declaring quads cannot bind fewer than 16."""
+    assert argmax_plan((1, 3), [1]).loader == "load_packed"
+    assert argmax_plan((1, 4), [1]).loader == "load_quads"
+    assert argmax_plan((2, 3), [1], data_type="FLOAT16").loader == "load_packed"  # 12 bytes
+    assert argmax_plan((3, 3), [1], data_type="FLOAT16").kernel == "reduce_rows"  # 20
+    assert argmax_plan((2, 6), [1], data_type="UINT8").loader == "load_packed"  # 12 bytes
+    assert argmax_plan((2, 7), [1], data_type="UINT8").loader == "load_quads"  # 14, in whole words 16
+    assert argmax_plan((4, 4), [0], data_type="UINT8").kernel != "reduce_columns"
+    assert argmax_plan((1, 16), [0], data_type="UINT8").kernel == "reduce_columns"
+
+
 def test_merge_kernel_follows_the_number_of_chunks_and_outputs():
     few_outputs = argmax_plan((1, 151936), [1])
     many_chunks = argmax_plan((2**28,), [0])
