@@ -6,8 +6,10 @@
 // constants once the loops are written out. With SEG > 1 (one row a block) each thread
 // folds its quads and the segment merges (tree_*.wgsl). Workgroups stride over tiles of
 // WG / SEG blocks, so no row costs a division. The plan chose ROW, ROWS and SEG, and checked
-// that the rows are packed and the first is aligned to a quad. The last block may end in a
-// partial quad, or past the bound range: it alone loads through load_quad_at_end.
+// that the rows are packed and the first is aligned to a quad. The last block may end inside
+// a quad, or past the bound range: the tile loop is written out twice (PARTS), first over the
+// tiles whose blocks lie wholly inside the range, their quads loaded as they are (the hot
+// loop), then over the last tile or two, whose quads load through load_quad_at_end.
 // ROW_STAGE (SEG = 1): a tile's results go through workgroup memory, so that consecutive
 // threads store consecutive rows.
 // Constants: WG, SEG, ROW, ROWS, ROW_STAGE.
@@ -17,6 +19,7 @@ const LANE_QUADS: u32 = (BLOCK_QUADS + SEG - 1u) / SEG;
 // A thread's own quads with SEG = 1, else 0 (so that the loop over them stays unwritten).
 const SOLO_QUADS: u32 = BLOCK_QUADS * (1u / SEG);
 const STAGED_ROWS: u32 = select(1u, WG * ROWS, ROW_STAGE);
+const PARTS: u32 = 2u;
 
 var<workgroup> staged: array<Pair, STAGED_ROWS>;
 
@@ -27,24 +30,25 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
     let blocks = (rows + ROWS - 1u) / ROWS;
     let tiles = (blocks + WG / SEG - 1u) / (WG / SEG);
     let first_quad = params.piece.x / PER_QUAD;
-    let whole_quads = arrayLength(&src);  // the quads wholly inside the bound range
+    // The blocks wholly inside the bound range (its runtime length counts its whole quads), and
+    // the tiles of them.
+    let inside = min(blocks, (arrayLength(&src) - first_quad) / BLOCK_QUADS);
+    let whole_tiles = inside / (WG / SEG);
     // The trip count is the workgroup's: every thread reaches the tree's barriers.
-    for (var tile = workgroup_index(inv.wid); tile < tiles; tile += grid.x * grid.y * grid.z) {
+    var tile = workgroup_index(inv.wid);
+    for (var part = 0u; part < PARTS; part++) { // unroll
+    for (; tile < select(whole_tiles, tiles, part == 1u); tile += grid.x * grid.y * grid.z) {
         // Segments past the last block redo it and store nothing.
         let wanted = tile * (WG / SEG) + inv.lid / SEG;
         let block = min(wanted, blocks - 1u);
-        let block_quad = first_quad + block * BLOCK_QUADS;
         var words: array<vec4<u32>, LANE_QUADS>;
-        if (block_quad + BLOCK_QUADS <= whole_quads) {
-            for (var i = 0u; i < LANE_QUADS; i++) { // unroll
-                if (i * SEG + lane < BLOCK_QUADS) {
-                    words[i] = src[block_quad + i * SEG + lane];
-                }
-            }
-        } else {  // the last block: it may end in a partial quad, or past the bound range
-            for (var i = 0u; i < LANE_QUADS; i++) { // unroll
-                if (i * SEG + lane < BLOCK_QUADS) {
-                    words[i] = load_quad_at_end(block_quad + i * SEG + lane);
+        for (var i = 0u; i < LANE_QUADS; i++) { // unroll
+            if (i * SEG + lane < BLOCK_QUADS) {
+                let q = first_quad + block * BLOCK_QUADS + i * SEG + lane;
+                if (part == 0u) {
+                    words[i] = src[q];
+                } else {
+                    words[i] = load_quad_at_end(q);
                 }
             }
         }
@@ -90,5 +94,6 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
                 store_result(block, kept_offsets(block).y, best);
             }
         }
+    }
     }
 }
