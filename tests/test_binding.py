@@ -582,10 +582,11 @@ def tail_cases(data_type: DataType, align: int) -> list[tuple]:
 
 def ops_on(data_type: DataType, shape, axes) -> list:
     """ARGMAX with the last of equal extremes (a wrong tail element shows), ARGMIN with the
-    first, and HARDMAX on a float."""
+    first into INT64 indices, and HARDMAX on a float."""
     desc = TensorDesc(data_type.name, shape)
+    indices64 = TensorDesc("INT64", [1 if a in axes else n for a, n in enumerate(shape)])
     ops = [("argmax", ArgMaxOperatorDesc(desc, axes=axes, axis_direction="DECREASING")),
-           ("argmin", ArgMinOperatorDesc(desc, axes=axes))]
+           ("argmin", ArgMinOperatorDesc(desc, indices64, axes=axes))]
     if data_type.is_float:
         ops.append(("argmax", ActivationHardmax1OperatorDesc(desc, axes=axes)))
     return ops
