@@ -5,8 +5,8 @@
 // The bound range may end inside a quad: a caller's binding holds the tensor's
 // total_tensor_size_in_bytes, a multiple of 4 (docs/binding.md). `src` then counts only its
 // whole quads (its runtime length), and an index past them would be clamped to other data,
-// so the same range is bound again as words (`src_words`, binding 4): elements one by one,
-// and the quads that reach the range's end (load_quad_at_end), are read there.
+// so the same range is bound again as words (`src_words`, binding 4), where elements are read
+// one by one: the ragged tails here, and the last rows of reduce_rows.
 
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> src_words: array<u32>;
@@ -15,19 +15,6 @@ const PER_QUAD: u32 = 4u * PER_WORD;
 
 fn load_key(e: u32) -> Key {
     return key_of_bits((src_words[e / PER_WORD] >> ((e % PER_WORD) * BITS)) & BIT_MASK);
-}
-
-// Quad q of the bound range where it may reach past the range's end: its words inside the
-// range, zeros past it (read from no index beyond the binding).
-fn load_quad_at_end(q: u32) -> vec4<u32> {
-    var words = vec4<u32>(0u);
-    let inside = arrayLength(&src_words);
-    for (var w = 0u; w < 4u; w++) {
-        if (4u * q + w < inside) {
-            words[w] = src_words[4u * q + w];
-        }
-    }
-    return words;
 }
 
 fn quad_bits(words: vec4<u32>, j: u32) -> u32 {

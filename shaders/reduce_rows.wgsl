@@ -7,9 +7,9 @@
 // folds its quads and the segment merges (tree_*.wgsl). Workgroups stride over tiles of
 // WG / SEG blocks, so no row costs a division. The plan chose ROW, ROWS and SEG, and checked
 // that the rows are packed and the first is aligned to a quad. The last block may end inside
-// a quad, or past the bound range: the tile loop is written out twice (PARTS), first over the
-// tiles whose blocks lie wholly inside the range, their quads loaded as they are (the hot
-// loop), then over the last tile or two, whose quads load through load_quad_at_end.
+// a quad, or past the bound range: the tiles whose blocks lie wholly inside it are the hot
+// loop, their quads loaded as they are; the last tile or two follow, a row a thread, each
+// element read as a word (load_key).
 // ROW_STAGE (SEG = 1): a tile's results go through workgroup memory, so that consecutive
 // threads store consecutive rows.
 // Constants: WG, SEG, ROW, ROWS, ROW_STAGE.
@@ -19,7 +19,6 @@ const LANE_QUADS: u32 = (BLOCK_QUADS + SEG - 1u) / SEG;
 // A thread's own quads with SEG = 1, else 0 (so that the loop over them stays unwritten).
 const SOLO_QUADS: u32 = BLOCK_QUADS * (1u / SEG);
 const STAGED_ROWS: u32 = select(1u, WG * ROWS, ROW_STAGE);
-const PARTS: u32 = 2u;
 
 var<workgroup> staged: array<Pair, STAGED_ROWS>;
 
@@ -30,26 +29,19 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
     let blocks = (rows + ROWS - 1u) / ROWS;
     let tiles = (blocks + WG / SEG - 1u) / (WG / SEG);
     let first_quad = params.piece.x / PER_QUAD;
-    // The blocks wholly inside the bound range (its runtime length counts its whole quads), and
-    // the tiles of them.
-    let inside = min(blocks, (arrayLength(&src) - first_quad) / BLOCK_QUADS);
-    let whole_tiles = inside / (WG / SEG);
-    // The trip count is the workgroup's: every thread reaches the tree's barriers.
+    // The tiles of blocks wholly inside the bound range (its runtime length counts whole quads).
+    let whole_tiles = min(blocks, (arrayLength(&src) - first_quad) / BLOCK_QUADS) / (WG / SEG);
+    let stride = grid.x * grid.y * grid.z;
     var tile = workgroup_index(inv.wid);
-    for (var part = 0u; part < PARTS; part++) { // unroll
-    for (; tile < select(whole_tiles, tiles, part == 1u); tile += grid.x * grid.y * grid.z) {
+    // The trip count is the workgroup's: every thread reaches the tree's barriers.
+    for (; tile < whole_tiles; tile += stride) {
         // Segments past the last block redo it and store nothing.
         let wanted = tile * (WG / SEG) + inv.lid / SEG;
         let block = min(wanted, blocks - 1u);
         var words: array<vec4<u32>, LANE_QUADS>;
         for (var i = 0u; i < LANE_QUADS; i++) { // unroll
             if (i * SEG + lane < BLOCK_QUADS) {
-                let q = first_quad + block * BLOCK_QUADS + i * SEG + lane;
-                if (part == 0u) {
-                    words[i] = src[q];
-                } else {
-                    words[i] = load_quad_at_end(q);
-                }
+                words[i] = src[first_quad + block * BLOCK_QUADS + i * SEG + lane];
             }
         }
         var best = walk_start(0u);
@@ -95,5 +87,16 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
             }
         }
     }
+    // The rest, the last tile or two: a block's rows one by one, their elements read as words.
+    for (; tile < tiles; tile += stride) {
+        let block = tile * (WG / SEG) + inv.lid / SEG;
+        if (lane == 0u && block < blocks) {
+            for (var row = block * ROWS; row < min(block * ROWS + ROWS, rows); row++) {
+                let offsets = kept_offsets(row);
+                var best = walk_start(0u);
+                fold_strided(offsets.x, 0u, ROW, 0u, 1u, &best);
+                store_result(row, offsets.y, best);
+            }
+        }
     }
 }
