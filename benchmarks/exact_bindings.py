@@ -50,7 +50,7 @@ SMALL_CASES = [("rows", (256, 4096), 1), ("cols", (4096, 256), 0), ("row_tail", 
 #: The tail handling in the shaders' text, and what stood there before it.
 TAIL_HANDLING = (
     ("return key_of_bits((src_words[e / PER_WORD] >> ((e % PER_WORD) * BITS)) & BIT_MASK);",
-     "return key_of_bits(quad_bits(src[e / PER_QUAD], e % PER_QUAD));"),
+     "return key_of_bits(quad_bits(quad(e / PER_QUAD), e % PER_QUAD));"),
     ("for (; tile < whole_tiles; tile += stride) {", "for (; tile < tiles; tile += stride) {"),
 )
 

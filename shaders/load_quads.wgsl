@@ -1,14 +1,14 @@
 // Elements of BITS bits (8, 16 or 32) in rows that the plan found contiguous and aligned
-// to 16 bytes: read as quads of words (one 16-byte load), the ragged tail one by one.
+// to 16 bytes: read as quads of words (one 16-byte load, quad() of src_quads*.wgsl), the
+// ragged tail one by one.
 // Constants: BITS (PER_WORD and BIT_MASK from key_u32.wgsl).
 //
 // The bound range may end inside a quad: a caller's binding holds the tensor's
-// total_tensor_size_in_bytes, a multiple of 4 (docs/binding.md). `src` then counts only its
-// whole quads (its runtime length), and an index past them would be clamped to other data,
-// so the same range is bound again as words (`src_words`, binding 4), where elements are read
-// one by one: the ragged tails here, and the last rows of reduce_rows.
+// total_tensor_size_in_bytes, a multiple of 4 (docs/binding.md). `src` then holds only its
+// whole quads (quad_count), and an index past them would be clamped to other data, so the
+// same range is bound again as words (`src_words`, binding 4), where elements are read one
+// by one: the ragged tails here, and the last rows of reduce_rows.
 
-@group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> src_words: array<u32>;
 
 const PER_QUAD: u32 = 4u * PER_WORD;
@@ -65,7 +65,7 @@ fn fold_range(base: u32, start: u32, end: u32, first: u32, step: u32, best: ptr<
     let quads = (end - start) / PER_QUAD;
     for (var q = first; q < quads; q += step) {
         let r = start + q * PER_QUAD;
-        fold_words(src[quad_at(base, r)], r, best);
+        fold_words(quad(quad_at(base, r)), r, best);
     }
     fold_strided(base, start + quads * PER_QUAD, end, first, step, best);
 }

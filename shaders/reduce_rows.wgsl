@@ -29,8 +29,8 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
     let blocks = (rows + ROWS - 1u) / ROWS;
     let tiles = (blocks + WG / SEG - 1u) / (WG / SEG);
     let first_quad = params.piece.x / PER_QUAD;
-    // The tiles of blocks wholly inside the bound range (its runtime length counts whole quads).
-    let whole_tiles = min(blocks, (arrayLength(&src) - first_quad) / BLOCK_QUADS) / (WG / SEG);
+    // The tiles of blocks wholly inside the bound range.
+    let whole_tiles = min(blocks, (quad_count() - first_quad) / BLOCK_QUADS) / (WG / SEG);
     let stride = grid.x * grid.y * grid.z;
     var tile = workgroup_index(inv.wid);
     // The trip count is the workgroup's: every thread reaches the tree's barriers.
@@ -41,7 +41,7 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
         var words: array<vec4<u32>, LANE_QUADS>;
         for (var i = 0u; i < LANE_QUADS; i++) { // unroll
             if (i * SEG + lane < BLOCK_QUADS) {
-                words[i] = src[first_quad + block * BLOCK_QUADS + i * SEG + lane];
+                words[i] = quad(first_quad + block * BLOCK_QUADS + i * SEG + lane);
             }
         }
         var best = walk_start(0u);
