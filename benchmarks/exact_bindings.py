@@ -99,7 +99,8 @@ def case(gpu, device, name: str, shape, axis: int, repeats: int) -> bool:
                         repeats)
     p = op.plan
     print(f"{name}: ARGMAX {shape} FLOAT32 axis {axis}, {need} bytes ({need % 16} past whole quads), {p.kernel} "
-          f"{p.loader}, split {p.split}{' racing' if p.race else ''}; median of {repeats}, interleaved", flush=True)
+          f"{p.loader}{' (64-bit halves)' if p.wide_loads else ''}, split {p.split}{' racing' if p.race else ''}; "
+          f"median of {repeats}, interleaved", flush=True)
     medians = {kind: float(np.median(t)) for kind, t in times.items()}
     for kind, m in medians.items():
         print(f"  {kind:15s} {m * 1e6:10.1f} us  {need / m / 1e9:8.1f} GB/s")
