@@ -95,9 +95,6 @@ class Tuning:
     #: rows (0: a workgroup a tile). 16384 against 4096 on the H100, interleaved: rows of 8,
     #: 64 and 256 FLOAT32 +3-4%.
     rows_groups: int = 16384
-    #: At most this many workgroups for reduce_segments, each then striding over several tiles
-    #: of work items (0: a workgroup a tile).
-    segments_groups: int = 0
     #: reduce_rows takes only rows of whole quads (off: blocks of rows too). Rows of 3 FLOAT32
     #: on the H100 ran at 1322 GB/s in the segments kernel against 1135 in blocks of 4 rows
     #: while the blocks' arrays lived in memory; with loops unrolled, 1329 against 1542.
@@ -411,7 +408,6 @@ def _kernel(red: ArgReduction, kept: tuple[Dim, ...], reduced: tuple[Dim, ...], 
         split, chunk = _split(count, outputs, tuning.target_workgroups * per_workgroup, per_lane * segment,
                               per_quad, most)
         groups = math.ceil(outputs * split / per_workgroup)
-        groups = min(groups, tuning.segments_groups) if tuning.segments_groups else groups
     elif columns:
         kernel = "reduce_columns"
         column_quads = tuning.columns_quads if kept[-1].size % (columns * tuning.columns_quads) == 0 else 1

@@ -7,32 +7,24 @@
 // Constants: WG, SEG.
 
 @compute @workgroup_size(WG)
-fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
+fn main(inv: Invocation) {
+    let wid = inv.wid;
     let lid = inv.lid;
     let lane = lid % SEG;
-    let items = params.split.z;
-    let tiles = (items + WG / SEG - 1u) / (WG / SEG);
-    // Workgroups stride over tiles of WG / SEG work items (the plan's grid may be smaller than
-    // the tiles: Tuning.segments_groups). The trip count is the workgroup's, so that every
-    // thread reaches the tree's barriers.
-    for (var tile = workgroup_index(inv.wid); tile < tiles; tile += grid.x * grid.y * grid.z) {
-        let wanted = tile * (WG / SEG) + lid / SEG;
-        // Segments past the last item redo it and store nothing.
-        let item = min(wanted, items - 1u);
-        let work = work_of(item);
+    let wanted = workgroup_index(wid) * (WG / SEG) + lid / SEG;
+    // Segments past the last item redo it and store nothing: every thread must reach the
+    // tree's barriers.
+    let item = min(wanted, params.split.z - 1u);
+    let work = work_of(item);
 
-        var best = walk_start(work.start);
-        fold_segment(subgroup_on_one_item(item), work.base.x, work.start, work.end, lane, SEG, &best);
+    var best = walk_start(work.start);
+    fold_segment(subgroup_on_one_item(item), work.base.x, work.start, work.end, lane, SEG, &best);
 
-        var winner = best;
-        if (SEG > 1u) {  // a thread a row needs no tree, nor its barriers
-            winner = segment_best(inv, best, SEG);
-        }
-        if (lane == 0u && wanted < items) {
-            store_result(item, work.base.y, winner);
-        }
-        if (SEG > 1u) {  // the tree's pairs read before the next tile writes them
-            workgroupBarrier();
-        }
+    var winner = best;
+    if (SEG > 1u) {  // a thread a row needs no tree, nor its barriers
+        winner = segment_best(inv, best, SEG);
+    }
+    if (lane == 0u && wanted < params.split.z) {
+        store_result(item, work.base.y, winner);
     }
 }

@@ -8,7 +8,6 @@ that differ only below bit 53's reach of a double).
 from __future__ import annotations
 
 import itertools
-import math
 import re
 import zlib
 
@@ -27,7 +26,6 @@ from dmlgpu.desc import (
     ReduceOperatorDesc,
     TensorDesc,
 )
-from dmlgpu.plan import Tuning
 from dmlgpu.types import DEFAULT_FEATURE_LEVEL, DataType, FeatureLevel
 from dmlgpu.bench.gpu_timers import operator_gpu_times
 
@@ -702,22 +700,6 @@ def test_every_kernel_against_oracle(small_tuning_device, op, data_type, shape, 
     for direction in directions:
         kwargs = {"nan_mode": "propagate"} if op == "hardmax" else {"axis_direction": direction}
         assert_same(*run_both(op, x, axes, small_tuning_device, **kwargs))
-
-
-@pytest.mark.parametrize("groups", [1, 3])
-def test_segments_workgroups_striding_over_their_tiles(groups):
-    """Tuning.segments_groups: fewer workgroups than tiles, each looping over several (with the
-    tree's barriers in every trip), rows, splits and several reduced axes alike."""
-    device = dmlgpu.Device(tuning=Tuning(segments_groups=groups, workgroup_size=64, loads_per_thread=2,
-                                         target_workgroups=16, min_chunk_per_lane=2, race_max_chunks=0,
-                                         rows_max_bytes=0))
-    rng = np.random.default_rng(groups)
-    for shape, axes in (((37, 1000), (1,)), ((3, 7000), (1,)), ((6, 5, 64), (0, 2)), ((200, 24), (1,))):
-        x = tie_values(DataType.FLOAT32, shape, rng, pool_size=3)
-        compiled = device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", shape), axes=axes))
-        assert compiled.plan.kernel == "reduce_segments" and math.prod(compiled.plan.grid) <= groups
-        for op in ("argmax", "argmin"):
-            assert_same(*run_both(op, x, axes, device, axis_direction="decreasing" if groups == 3 else "increasing"))
 
 
 @pytest.mark.parametrize("op", ["argmax", "hardmax"])
