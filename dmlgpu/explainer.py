@@ -318,7 +318,7 @@ def explain_schedule(desc, sched: Schedule, caps: Capabilities, nan_mode: NanMod
         f"{caps.max_workgroups_per_dim} workgroups per dimension, offset alignment {caps.offset_alignment} B, "
         f"shader-int64 {'yes' if caps.shader_int64 else 'no'}, subgroups {'yes' if caps.subgroups else 'no'}",
         f"schedule: {len(sched.pieces)} piece(s), {sched.merges} merge(s) across pieces, "
-        f"scratch {max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])} B",
+        f"scratch {sched.scratch_bytes} B",
     ]
     texts: dict[str, int] = {}  # each distinct WGSL text once, numbered
     plans: dict[tuple, list[int]] = {}  # pieces that differ only in their windows share a plan's text
