@@ -133,6 +133,7 @@ _UNROLL = re.compile(r"for \(var (\w+) = 0u; \1 < (\w+); \1\+\+\) \{ // unroll\n
 UNROLL_MAX = 16
 
 
+@functools.lru_cache(maxsize=64)  # the pieces of a schedule, and the plans that differ only in sizes, share texts
 def unroll(text: str) -> str:
     """Loops marked ``// unroll`` (``for (var k = 0u; k < N; k++) { // unroll``, N a constant
     the text declares), written out as N blocks each with its own ``const k``: indices into a
