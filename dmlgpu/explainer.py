@@ -357,23 +357,31 @@ def explain(what, *, device=None, capabilities: Capabilities | None = None, nan_
             device_caps, device_tuning, device_name = device.runner.capabilities, device.tuning, device.name
         except AttributeError:
             raise TypeError(f"device must be a dmlgpu.Device, not {type(device).__name__}") from None
-    desc, implied = _describe(what)
-    mode = NanMode.parse(nan_mode if nan_mode is not None else implied or NanMode.IGNORE, "nan_mode")
     if capabilities is not None:
         caps, source = capabilities, "given"
     elif device is not None:
         caps, source = device_caps, device_name
     else:
         caps, source = DEFAULT_CAPABILITIES, "no adapter: WebGPU's default limits, no optional features"
-    _check_capabilities(caps)
     tuning = tuning or (device_tuning if device is not None else Tuning())
+    desc, mode, sched = planned(what, caps, nan_mode, tuning)
+    return explain_schedule(desc, sched, caps, mode, source)
+
+
+def planned(what, caps: Capabilities, nan_mode=None, tuning: Tuning = Tuning(), command: str = "explain"):
+    """(descriptor, NaN mode, schedule) of ``what`` (any form ``explain`` takes) on ``caps``:
+    what ``explain`` prints and ``export`` exports. ``nan_mode`` overrides the one the call
+    implies; ``command`` is what a refusal of too many pieces names."""
+    desc, implied = _describe(what)
+    mode = NanMode.parse(nan_mode if nan_mode is not None else implied or NanMode.IGNORE, "nan_mode")
+    _check_capabilities(caps)
     red = lower(desc)
     pieces = piece_count(red, caps)
     if pieces > MAX_PIECES:
         raise DescriptorError(
             f"the schedule for these limits (storage binding {caps.max_storage_binding} B, buffer {caps.max_buffer} B) "
-            f"has {pieces} pieces or more, but explain plans at most {MAX_PIECES}; raise the limits")
-    return explain_schedule(desc, schedule(red, caps, mode, tuning), caps, mode, source)
+            f"has {pieces} pieces or more, but {command} plans at most {MAX_PIECES}; raise the limits")
+    return desc, mode, schedule(red, caps, mode, tuning)
 
 
 def with_limits(caps: Capabilities, binding: int | None, buffer: int | None,
