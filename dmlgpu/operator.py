@@ -224,6 +224,15 @@ class CompiledOperator:
         runner.flush()
         record(encoder, output_clears if self._clears else (), steps)
 
+    def export(self, limits=None) -> str:
+        """This operator as a standalone WebGPU program for a web page (``dmlgpu.export``): an
+        ES module with its WGSL, its plan as data and a small runner, planned with this device's
+        tuning for a browser's ``limits`` (WebGPU's names; WebGPU's defaults where not given),
+        not for this device's adapter."""
+        from .exporter import export
+
+        return export(self.desc, limits=limits, nan_mode=self.nan_mode, tuning=self.device.tuning)
+
     def _check_wrapped(self, input: Tensor, output: Tensor) -> None:
         """A tensor over the caller's buffers (``Device.wrap``) as an input must hold its last
         quad, and input and output must lie apart: as a binding table checks them."""
