@@ -1,4 +1,4 @@
-"""The ``dmlgpu`` command: ``demo``, ``info``, ``bench``, ``explain`` and ``export``."""
+"""The ``dmlgpu`` command: ``demo``, ``info``, ``bench``, ``explain``, ``export`` and ``tune``."""
 
 from __future__ import annotations
 
@@ -198,7 +198,7 @@ def export_command(args) -> int:
         what = _read_what(" ".join(args.what))
         limits = _read_limits(args.limits)
         _check_output_path("--output", args.output)
-        text = exporter.export(what, limits=limits, nan_mode=args.nan_mode)
+        text = exporter.export(what, limits=limits, nan_mode=args.nan_mode, software=args.software)
     except _Refused as err:
         print(f"dmlgpu export: {err}", file=sys.stderr)
         return 2
@@ -308,7 +308,17 @@ def _parser() -> argparse.ArgumentParser:
                                                            "(as adapter.limits has them), inline or a .json file")
     p_export.add_argument("--nan-mode", choices=["ignore", "propagate"],
                           help="default: propagate for a call, ignore for a descriptor")
+    p_export.add_argument("--software", action="store_true",
+                          help="plan for an adapter that runs shaders on the CPU (isFallbackAdapter: SwiftShader, WARP)")
     p_export.add_argument("-o", "--output", metavar="PATH", help="write the module here (default: standard output)")
+    p_tune = sub.add_parser("tune", help="choose the planner's tunings for this adapter now, by measuring them, "
+                                         "keep them in the cache and say why",
+                            description="Time each family of shapes under its candidate tunings on the adapter "
+                                        "(a probe each, interleaved rounds), keep the fastest in the tuning cache "
+                                        "(DMLGPU_CACHE_DIR), and print every time and choice. Devices otherwise "
+                                        "measure a family the first time they compile one (GPUs; DMLGPU_TUNE=0: never).")
+    p_tune.add_argument("--family", action="append", help="only families whose name contains this (repeatable), "
+                                                         "e.g. rows/32 or columns")
     p_bench = sub.add_parser("bench", help="time the operators beside the read ceiling (and torch, if present)")
     p_bench.add_argument("--quick", action="store_true", help="the short suite (small inputs; for lavapipe)")
     p_bench.add_argument("--case", action="append", help="run only cases whose name contains this (repeatable)")
@@ -336,6 +346,11 @@ def main(argv=None) -> int:
         device = Device(args.adapter)
         if args.command == "demo":
             return demo(device)
+        if args.command == "tune":
+            from .calibration import tune_lines
+
+            print("\n".join(tune_lines(device, args.family)))
+            return 0
         from . import bench
 
         return bench.main(device, args)

@@ -53,7 +53,7 @@ from .desc import (
 )
 from .errors import DescriptorError
 from .pieces import Schedule, _partition, _refine, buffer_grid, cell_lengths, schedule
-from .plan import Capabilities, Dim, Plan, Tuning
+from .plan import Capabilities, Dim, Plan, Tuning, Tunings
 from .types import AxisDirection, DataType, NanMode
 from .wgsl import shader_sources
 
@@ -368,7 +368,7 @@ def explain(what, *, device=None, capabilities: Capabilities | None = None, nan_
     return explain_schedule(desc, sched, caps, mode, source)
 
 
-def planned(what, caps: Capabilities, nan_mode=None, tuning: Tuning = Tuning(), command: str = "explain"):
+def planned(what, caps: Capabilities, nan_mode=None, tuning: Tuning | Tunings = Tuning(), command: str = "explain"):
     """(descriptor, NaN mode, schedule) of ``what`` (any form ``explain`` takes) on ``caps``:
     what ``explain`` prints and ``export`` exports. ``nan_mode`` overrides the one the call
     implies; ``command`` is what a refusal of too many pieces names."""

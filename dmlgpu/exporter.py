@@ -39,8 +39,9 @@ from .desc import lower
 from .errors import DescriptorError
 from .explainer import DEFAULT_CAPABILITIES, planned
 from .pieces import Schedule, Window, buffer_spans
-from .plan import WORKGROUP_STORAGE, Capabilities, Tuning
+from .plan import WORKGROUP_STORAGE, Capabilities, Tuning, Tunings
 from .tensor_desc import TensorDesc
+from .tuning import default_tuning
 from .types import DataType, NanMode
 from .wgsl import passes
 
@@ -131,14 +132,15 @@ def limits_from(given) -> dict[str, int]:
     return limits
 
 
-def capabilities(limits: dict[str, int]) -> Capabilities:
-    """What the planner may use on a browser's device with these limits (``limits_from``): no
-    optional feature. WGSL in a browser has no 64-bit integers and no 64-bit atomics; and the
+def capabilities(limits: dict[str, int], software: bool = False) -> Capabilities:
+    """What the planner may use on a browser's device with these limits (``limits_from``),
+    ``software`` where its adapter runs shaders on the CPU (then the planner's defaults are a
+    CPU adapter's, ``tuning.default_tuning``): no optional feature. WGSL in a browser has no 64-bit integers and no 64-bit atomics; and the
     kernels' subgroup merges branch on the subgroup's size and take keys from the subgroup in
     control flow that WebGPU's uniformity analysis does not take as uniform, so subgroups are
     left out even where an adapter has them."""
     return dataclasses.replace(DEFAULT_CAPABILITIES, **{field: limits[name] for name, field in PLANNED_LIMITS.items()},
-                               shader_int64=False, int64_atomics=False, subgroups=False)
+                               shader_int64=False, int64_atomics=False, subgroups=False, software=software)
 
 
 @functools.lru_cache(maxsize=64)  # the passes of a schedule's pieces share their texts
@@ -237,7 +239,7 @@ def module_data(desc, mode: NanMode, sched: Schedule, caps: Capabilities,
         "dmlgpu": __version__,
         "descriptor": desc.to_json(),
         "nanMode": mode.value,
-        "plannedFor": limits,
+        "plannedFor": {"limits": limits, "software": caps.software},
         "limits": needed,
         "features": [],
         "input": _tensor(red.input, caps),
@@ -282,17 +284,21 @@ def render(parts: list[str], shaders: list[list[int]], data: dict, title: str) -
             f"export const operator = {plan};\n{runner}")
 
 
-def export(what, *, limits=None, nan_mode=None, tuning: Tuning | None = None) -> str:
+def export(what, *, limits=None, nan_mode=None, tuning: Tuning | Tunings | None = None, software: bool = False) -> str:
     """The ES module (text) that runs ``what`` (a call, an operator's JSON or a descriptor, as
     ``explain`` takes it) on a browser's WebGPU device with these ``limits`` (WebGPU's names;
     WebGPU's defaults where not given), using no optional feature. ``nan_mode`` overrides the
-    one the call implies (a descriptor's default is "ignore"); ``tuning`` is the planner's
-    (default: ``Tuning()``)."""
-    if tuning is not None and not isinstance(tuning, Tuning):
-        raise TypeError(f"tuning must be a dmlgpu.plan.Tuning, not {type(tuning).__name__}")
+    one the call implies (a descriptor's default is "ignore"); ``tuning`` is the planner's,
+    by default a GPU's, or with ``software`` a CPU adapter's (WebGPU's
+    ``adapter.info.isFallbackAdapter``: SwiftShader, WARP), as the Python runner takes on
+    lavapipe."""
+    if tuning is not None and not isinstance(tuning, (Tuning, Tunings)):
+        raise TypeError(f"tuning must be a dmlgpu.plan.Tuning or Tunings, not {type(tuning).__name__}")
+    if not isinstance(software, bool):
+        raise TypeError(f"software must be a bool, not {type(software).__name__}")
     wanted = limits_from(limits)
-    caps = capabilities(wanted)
-    desc, mode, sched = planned(what, caps, nan_mode, tuning or Tuning(), command="export")
+    caps = capabilities(wanted, software)
+    desc, mode, sched = planned(what, caps, nan_mode, tuning or default_tuning(caps), command="export")
     return render(*module_data(desc, mode, sched, caps, wanted), _title(lower(desc), mode))
 
 

@@ -4,6 +4,7 @@ same limits and no optional feature. (tests/test_export_browser.py runs modules 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -20,6 +21,7 @@ from dmlgpu.exporter import PASS_LIMITS, PLANNED_LIMITS, browser_wgsl, capabilit
 from dmlgpu.explainer import DEFAULT_CAPABILITIES, parse_call
 from dmlgpu.pieces import schedule
 from dmlgpu.plan import Tuning
+from dmlgpu.tuning import SOFTWARE_TUNING
 from dmlgpu.types import NanMode
 
 SMALL = Tuning(workgroup_size=32, loads_per_thread=1, target_workgroups=64, min_chunk_per_lane=1,
@@ -109,12 +111,15 @@ def test_the_python_runner_on_a_device_of_webgpus_defaults_runs_the_same_passes(
         "min-storage-buffer-offset-alignment": 256})
     device = dmlgpu.Device.from_wgpu(gpu)
     try:
-        assert device.runner.capabilities == DEFAULT_CAPABILITIES
+        caps = device.runner.capabilities  # software on lavapipe: its plans take a CPU adapter's tuning
+        assert dataclasses.replace(caps, software=False) == DEFAULT_CAPABILITIES
         for call in ("argmax float32 (3, 50000) axis=1", "argmin int64 (70, 9) axis=0 direction=decreasing",
                      "hardmax float16 (5, 7, 9) axis=(0, 2)"):
             desc, mode = parse_call(call)
             op = device.compile(desc, nan_mode=mode)
             texts, plan = parsed(op.export())
+            want_texts, want = parsed(export(call, software=caps.software))  # the runner's tuning for it
+            assert texts == want_texts and plan["pieces"] == want["pieces"]
             assert plan["temporaryBytes"] == op.binding_properties.temporary_resource_size
             assert [[p["grid"] for p in piece["passes"]] for piece in plan["pieces"]] == \
                 [[list(p.grid) for p in wgsl.passes(piece.plan)] for piece in op.schedule.pieces]
@@ -130,9 +135,20 @@ def test_the_python_runner_on_a_device_of_webgpus_defaults_runs_the_same_passes(
 def test_a_compiled_operators_export_is_its_descriptors_with_its_nan_mode_and_tuning(device):
     desc = ArgMaxOperatorDesc(TensorDesc("FLOAT32", [6, 1000]), axes=[1])
     op = device.compile(desc, nan_mode="propagate")
-    assert op.export() == export(desc, nan_mode="propagate", tuning=device.tuning)
+    assert op.export() == export(desc, nan_mode="propagate", tuning=op.tuning)
     assert op.export(limits={"maxStorageBufferBindingSize": 4096}) == \
-        export(desc, nan_mode="propagate", tuning=device.tuning, limits={"maxStorageBufferBindingSize": 4096})
+        export(desc, nan_mode="propagate", tuning=op.tuning, limits={"maxStorageBufferBindingSize": 4096})
+
+
+def test_software_takes_a_cpu_adapters_tuning():
+    call = "argmax float32 (1, 151936) axis=1"
+    assert export(call, software=True) == export(call, tuning=SOFTWARE_TUNING, software=True)
+    assert parsed(export(call, software=True))[1]["plannedFor"]["software"] is True
+    gpu_grid = parsed(export(call))[1]["pieces"][0]["passes"][0]["grid"]
+    cpu_grid = parsed(export(call, software=True))[1]["pieces"][0]["passes"][0]["grid"]
+    assert cpu_grid[0] < gpu_grid[0]  # fewer, longer work items
+    with pytest.raises(TypeError, match="software must be a bool, not str"):
+        export(call, software="yes")
 
 
 def test_no_type_or_builtin_a_browser_lacks_reaches_a_module():
@@ -200,7 +216,7 @@ def test_a_workgroup_limit_below_the_plans_names_the_tuning_that_fits():
 
 def test_the_module_asks_a_device_for_what_its_plan_uses():
     _, plan = parsed(export("argmax float32 (2, 3000) axis=1", limits={"maxStorageBufferBindingSize": 1 << 30}))
-    assert plan["plannedFor"]["maxStorageBufferBindingSize"] == 1 << 30
+    assert plan["plannedFor"]["limits"]["maxStorageBufferBindingSize"] == 1 << 30
     assert plan["limits"]["maxStorageBufferBindingSize"] == 24000  # its largest window, not the limit planned for
     assert plan["limits"]["minStorageBufferOffsetAlignment"] == 256 and plan["features"] == []
 
@@ -208,7 +224,7 @@ def test_the_module_asks_a_device_for_what_its_plan_uses():
 def test_bad_input_names_what_is_wrong():
     with pytest.raises(DescriptorError, match="the operator is 'argmix'"):
         export("argmix float32 (4, 4)")
-    with pytest.raises(TypeError, match="tuning must be a dmlgpu.plan.Tuning"):
+    with pytest.raises(TypeError, match="tuning must be a dmlgpu.plan.Tuning or Tunings"):
         export("argmax float32 (4, 4)", tuning={"workgroup_size": 64})
     with pytest.raises(DescriptorError, match="but export plans at most 1024"):
         export("argmax float32 (4096, 4096) axis=0", limits={"maxStorageBufferBindingSize": 512, "maxBufferSize": 512,

@@ -4,8 +4,9 @@ One headless Chromium (Debian's package; WebGPU on its software adapter, SwiftSh
 page served from localhost runs every case: random descriptors of every operator (ARGMAX,
 ARGMIN, HARDMAX1, HARDMAX, REDUCE), every input type, both directions, both NaN modes, every
 index type, strided, permuted, padded and broadcast inputs, values drawn from small pools
-(ties on purpose; NaN, infinities, signed zeros, subnormals, integer extremes), the default
-tuning and one shrunk so that small inputs split and merge, and binding limits small enough
+(ties on purpose; NaN, infinities, signed zeros, subnormals, integer extremes), a GPU's
+default tuning, a CPU adapter's (``export(software=True)``) and one shrunk so that small
+inputs split and merge, and binding limits small enough
 that tensors are cut into pieces and held in several buffers. Each case's module is imported
 by the page, compiled on one device, run (on buffers of its own, or at offsets of one buffer
 of the page's: the caller's binding model), and its output bytes compared with
@@ -48,6 +49,7 @@ from dmlgpu.errors import DescriptorError
 from dmlgpu.explainer import planned
 from dmlgpu.exporter import capabilities, export, limits_from
 from dmlgpu.plan import Tuning
+from dmlgpu.tuning import SOFTWARE_TUNING
 from dmlgpu.types import AxisDirection, DataType, NanMode
 from dmlgpu.wgsl import shader_sources
 
@@ -152,7 +154,7 @@ def family(rng: np.random.Generator, op: str, data_type: DataType) -> dict:
         "index_type": INDEX_TYPES[int(rng.integers(4))],
         "direction": AxisDirection.DECREASING if rng.random() < 0.5 else AxisDirection.INCREASING,
         "nan_mode": NanMode.PROPAGATE if rng.random() < 0.5 else NanMode.IGNORE,
-        "tuning": SMALL if rng.random() < 0.4 else Tuning(),
+        "tuning": [Tuning(), SMALL, SOFTWARE_TUNING][int(rng.choice(3, p=[0.4, 0.35, 0.25]))],
         "layout": str(rng.choice(["packed", "packed", "permuted", "padded", "broadcast"])),
         "out_layout": str(rng.choice(["packed", "packed", "packed", "permuted", "padded"])),
         "pieces": bool(rng.random() < 0.15),
@@ -329,7 +331,7 @@ def run_in_page(page, site, cases: list[dict], batch: int = 128) -> list[dict]:
 def _described(c: dict) -> str:
     f = c["family"]
     return (f"case {c['id']} ({c['bindings']}): {c['desc'].to_json()}, nan_mode {f['nan_mode'].value}, "
-            f"tuning {'small' if f['tuning'] == SMALL else 'default'}, limits {c['limits']}")
+            f"tuning {f['tuning']}, limits {c['limits']}")
 
 
 def test_random_exported_cases_equal_the_oracle(page, site):
