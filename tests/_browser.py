@@ -91,18 +91,16 @@ class Chromium:
         self.profile = tempfile.mkdtemp(prefix="dmlgpu-chromium-")
         commands_in, commands_out = os.pipe()
         replies_in, replies_out = os.pipe()
-        # fds 3 and 4 in the child: dup'ed above them first, so that no dup2 overwrites the other
+        # fds 3 and 4 in the browser, wired by the shell that execs it (no preexec_fn, which is
+        # unsafe in a process with threads); above 9 first, so that no redirection clobbers another
         high_in, high_out = fcntl.fcntl(commands_in, fcntl.F_DUPFD, 10), fcntl.fcntl(replies_out, fcntl.F_DUPFD, 10)
-
-        def wire():
-            os.dup2(high_in, 3)
-            os.dup2(high_out, 4)
-
+        wire = f'exec "$@" 3<&{high_in} 4>&{high_out} {high_in}<&- {high_out}>&-'
         self.log = tempfile.TemporaryFile()
         try:
             self.process = subprocess.Popen(
-                [executable, *FLAGS, *extra_flags, f"--user-data-dir={self.profile}", "--remote-debugging-pipe"],
-                pass_fds=(3, 4), preexec_fn=wire, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+                ["/bin/sh", "-c", wire, "sh", executable, *FLAGS, *extra_flags, f"--user-data-dir={self.profile}",
+                 "--remote-debugging-pipe"],
+                pass_fds=(high_in, high_out), stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
         except OSError as err:
             shutil.rmtree(self.profile, ignore_errors=True)
             raise BrowserError(f"{executable} did not start: {err}") from None
