@@ -36,11 +36,11 @@ SOFTWARE_TUNING = Tuning(
 #: on a CPU adapter, the GPU's default is a candidate too.
 GPU_CANDIDATES: dict[str, tuple[dict, ...]] = {
     "rows": ({}, {"workgroup_size": 128}),
-    "short_rows": ({}, {"loads_per_thread": 4}, {"loads_per_thread": 2}),
+    "short_rows": ({}, {"loads_per_thread": 4}),
     "few_rows": ({}, {"min_chunk_per_lane": 64}, {"workgroup_size": 128}),
     "single": ({}, {"single_output_workgroup_size": 256}, {"batch": 4}),
-    "multi_axis": ({}, {"min_chunk_per_lane": 512}, {"min_chunk_per_lane": 512, "batch": 4}),
-    "columns": ({}, {"columns_unroll": 4}, {"columns_interleave": False}),
+    "multi_axis": ({}, {"min_chunk_per_lane": 512, "batch": 4}),
+    "columns": ({}, {"columns_unroll": 4}),
 }
 SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
     family: ({}, {"workgroup_size": 64, "single_output_workgroup_size": 64, "several_rows_workgroup_size": 64})
@@ -85,12 +85,13 @@ def probe(family: str, caps: Capabilities) -> ArgReduction:
     nbytes = probe_bytes(caps)
     short = min(256, default_tuning(caps).rows_max_bytes)  # bytes of a row of short_rows
     row = min(16384, nbytes // 4096)  # bytes of a row of rows: a few thousand rows, unsplit
+    inner = min(16384, nbytes // 512)  # bytes of an inner row of multi_axis: a few of 256 outputs each
     shapes = {
         "rows": ((nbytes // row, row // size), (1,)),
         "short_rows": ((nbytes // short, short // size), (1,)),
         "few_rows": ((64, max(1024, min(nbytes // size // 64, 262144))), (1,)),
         "single": ((nbytes // size,), (0,)),
-        "multi_axis": ((max(2, nbytes // (256 * 16384)), 256, 16384 // size), (0, 2)),
+        "multi_axis": ((max(2, nbytes // (256 * inner)), 256, inner // size), (0, 2)),
         "columns": ((max(4, nbytes // 16384), 16384 // size), (0,)),
     }
     sizes, axes = shapes[name]
