@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -91,14 +92,16 @@ class Chromium:
         self.profile = tempfile.mkdtemp(prefix="dmlgpu-chromium-")
         commands_in, commands_out = os.pipe()
         replies_in, replies_out = os.pipe()
-        # fds 3 and 4 in the browser, wired by the shell that execs it (no preexec_fn, which is
-        # unsafe in a process with threads); above 9 first, so that no redirection clobbers another
+        # fds 3 and 4 in the browser, wired by a Python that then execs it (no preexec_fn, unsafe
+        # in a process with threads; dash's redirections take one digit); above 9 first, so that
+        # neither dup2 clobbers the other
         high_in, high_out = fcntl.fcntl(commands_in, fcntl.F_DUPFD, 10), fcntl.fcntl(replies_out, fcntl.F_DUPFD, 10)
-        wire = f'exec "$@" 3<&{high_in} 4>&{high_out} {high_in}<&- {high_out}>&-'
+        wire = (f"import os, sys; os.dup2({high_in}, 3); os.dup2({high_out}, 4); os.close({high_in}); "
+                f"os.close({high_out}); os.execvp(sys.argv[1], sys.argv[1:])")
         self.log = tempfile.TemporaryFile()
         try:
             self.process = subprocess.Popen(
-                ["/bin/sh", "-c", wire, "sh", executable, *FLAGS, *extra_flags, f"--user-data-dir={self.profile}",
+                [sys.executable, "-c", wire, executable, *FLAGS, *extra_flags, f"--user-data-dir={self.profile}",
                  "--remote-debugging-pipe"],
                 pass_fds=(high_in, high_out), stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
         except OSError as err:
