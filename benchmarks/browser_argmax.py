@@ -19,9 +19,11 @@ into the page's own encoder, beside the Python runner on the same machine?
    ``tests/test_export.py`` holds them equal), and on ``Device()``, dmlgpu as users get it
    (its optional features too).
 
-The two sides run on different adapters unless Chromium's WebGPU reaches the same one (it
-does not here: headless Chromium offers SwiftShader only), so compare each side with itself;
-the answers are checked (the page's against a JavaScript argmax, Python's against NumPy).
+The two sides run on different adapters unless both reach the same one. Headless Chromium offers
+SwiftShader only, but SwiftShader is a Vulkan driver that wgpu-native loads too: with
+``VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json`` the Python side runs on it, and
+the two compare on one adapter. The answers are checked (the page's against a JavaScript
+argmax, Python's against NumPy).
 """
 
 from __future__ import annotations
