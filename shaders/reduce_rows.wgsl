@@ -23,7 +23,7 @@ const STAGED_ROWS: u32 = select(1u, WG * ROWS, ROW_STAGE);
 var<workgroup> staged: array<Pair, STAGED_ROWS>;
 
 @compute @workgroup_size(WG)
-fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
+fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) grid: vec3<u32>) {
     let lane = inv.lid % SEG;
     let rows = params.counts.x;
     let blocks = (rows + ROWS - 1u) / ROWS;
@@ -32,7 +32,7 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
     // The tiles of blocks wholly inside the bound range.
     let whole_tiles = min(blocks, (quad_count() - first_quad) / BLOCK_QUADS) / (WG / SEG);
     let stride = grid.x * grid.y * grid.z;
-    var tile = workgroup_index(inv.wid);
+    var tile = workgroup_index(wid);
     // The trip count is the workgroup's: every thread reaches the tree's barriers.
     for (; tile < whole_tiles; tile += stride) {
         // Segments past the last block redo it and store nothing.
