@@ -126,7 +126,7 @@ class Program:
                 # one buffer read and written (programs.py says how)
                 shared = read is not None and written is not None and read[0] is written[0]
                 if shared:
-                    pipeline = programs.pipeline(source, shared=True)
+                    pipeline = programs.pipeline(wgsl.writable_input(source), shared=True)
                 steps.append((pipeline, programs.bind(params, read, written, self.race if races else None, shared), grid))
             by_piece.append(steps)
         return by_piece

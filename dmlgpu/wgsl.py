@@ -109,6 +109,20 @@ def shader_sources(plan: Plan) -> list[str]:
     return [unroll(text) for text in texts] if plan.unroll else texts
 
 
+_READ_INPUT = "@group(0) @binding(1) var<storage, read> "
+_READ_INPUT_WORDS = "@group(0) @binding(4) var<storage, read> "
+
+
+def writable_input(source: str) -> str:
+    """A pass's WGSL with its input (binding 1, and binding 4 where it reads it as words too)
+    declared ``read_write``, for the shared layout."""
+    if source.count(_READ_INPUT) != 1 or source.count(_READ_INPUT_WORDS) > 1:
+        raise ValueError("a pass's WGSL declares its input once, as " + repr(_READ_INPUT.strip()))
+    for declared in (_READ_INPUT, _READ_INPUT_WORDS):
+        source = source.replace(declared, declared.replace("var<storage, read> ", "var<storage, read_write> "))
+    return source
+
+
 _CONST = re.compile(r"^const (\w+)(?:: u32)? = ([^;]+);", re.MULTILINE)
 _INT = re.compile(r"\b(0x[0-9a-fA-F]+|\d+)u\b")
 

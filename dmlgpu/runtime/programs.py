@@ -10,7 +10,7 @@ in a dispatch: bound as the input (``read-only-storage``) and as the output or t
 buffer, but a caller's may (``Device.wrap``, binding tables: input and output at two offsets
 of one buffer). Such a pass binds through the *shared* layout, whose binding 1 is ``storage``
 too (and binding 4, the input's range as words), and runs a variant of its WGSL whose input
-is declared ``read_write`` (``writable_input``): the same shader, its input still only read.
+is declared ``read_write`` (``wgsl.writable_input``): the same shader, its input still only read.
 """
 
 from __future__ import annotations
@@ -45,20 +45,8 @@ INPUT_BINDINGS = (1, 4)
 #: The same with the input's bindings writable: for a pass whose input shares a buffer with what it writes.
 SHARED_LAYOUT_ENTRIES = [{**e, "buffer": {"type": wgpu.BufferBindingType.storage}} if e["binding"] in INPUT_BINDINGS
                          else e for e in LAYOUT_ENTRIES]
-_READ_INPUT = "@group(0) @binding(1) var<storage, read> "
-_READ_INPUT_WORDS = "@group(0) @binding(4) var<storage, read> "
 #: Pipelines the cache keeps (least recently used go first; operators hold their own).
 KEPT_PIPELINES = 128
-
-
-def writable_input(source: str) -> str:
-    """A pass's WGSL with its input (binding 1, and binding 4 where it reads it as words too)
-    declared ``read_write``, for the shared layout."""
-    if source.count(_READ_INPUT) != 1 or source.count(_READ_INPUT_WORDS) > 1:
-        raise ValueError("a pass's WGSL declares its input once, as " + repr(_READ_INPUT.strip()))
-    for declared in (_READ_INPUT, _READ_INPUT_WORDS):
-        source = source.replace(declared, declared.replace("var<storage, read> ", "var<storage, read_write> "))
-    return source
 
 
 def required_limits(workgroup_size: int) -> dict[str, tuple[int, str]]:
@@ -102,13 +90,12 @@ class Programs:
         return layouts
 
     def pipeline(self, source: str, shared: bool = False):
-        """The compute pipeline of this WGSL text, compiled on first use; ``shared``: its variant
-        for the shared layout (``writable_input``). It is compiled outside the runner's lock,
-        so that other threads' calls go on meanwhile and several compile at once (a
-        calibration's candidates do); two threads compiling one text keep the first."""
+        """The compute pipeline of this WGSL text, compiled on first use; ``shared``: for the
+        shared layout, ``source`` being a pass's variant for it (``wgsl.writable_input``). It is
+        compiled outside the runner's lock, so that other threads' calls go on meanwhile and
+        several compile at once (a calibration's candidates do); two threads compiling one text
+        keep the first."""
         runner = self.runner
-        if shared:
-            source = writable_input(source)
         with runner.lock:
             runner.check()
             pipeline = self._pipelines.get(source)
