@@ -15,7 +15,6 @@ export const bindingProperties = Object.freeze({ temporaryResourceSize: operator
 const fail = (message) => { throw new OperatorError(message); };
 const round = (n, to) => Math.ceil(n / to) * to;
 const shown = (x) => (x && typeof x === "object" ? x.constructor?.name ?? "object" : `${typeof x} ${x}`);
-const READ_INPUT = /@group\(0\) @binding\((1|4)\) var<storage, read> /g;
 
 function webgpu() {
   return globalThis.navigator?.gpu ?? fail("WebGPU is not available here: navigator.gpu is undefined (a browser " +
@@ -46,9 +45,10 @@ export async function requestDevice(adapterOptions = {}) {
 /**
  * The pipeline of a WGSL text, made once per device for every dmlgpu module on it. Binding 4 is
  * the input's range again, which a pass reading it in 16-byte quads declares as words (a range
- * may end inside a quad). `shared`: the variant whose input is declared read_write, for a pass
- * whose input and output lie in one buffer (WebGPU refuses a buffer bound read-only and writable
- * in one dispatch), made at once on first use.
+ * may end inside a quad). `shared`: for a pass whose input and output lie in one buffer (WebGPU
+ * refuses a buffer bound read-only and writable in one dispatch), the text being the pass's
+ * variant whose input is declared read_write and bound once (two writable bindings must not
+ * overlap), binding 4 then a small buffer no shader declares; made at once on first use.
  */
 function pipeline(device, text, shared = false) {
   const cache = device[Symbol.for("dmlgpu.pipelines")] ??= new Map();
@@ -57,11 +57,9 @@ function pipeline(device, text, shared = false) {
   const entry = (type) => ({ visibility: GPUShaderStage.COMPUTE, buffer: { type } });
   const group = device.createBindGroupLayout({
     entries: [entry("uniform"), entry(shared ? "storage" : "read-only-storage"), entry("storage")]
-      .map((e, binding) => ({ binding, ...e })).concat({ binding: 4, ...entry(shared ? "storage" : "read-only-storage") }),
+      .map((e, binding) => ({ binding, ...e })).concat({ binding: 4, ...entry("read-only-storage") }),
   });
-  const module = device.createShaderModule({
-    code: shared ? text.replace(READ_INPUT, (declared) => declared.replace("read>", "read_write>")) : text,
-  });
+  const module = device.createShaderModule({ code: text });
   const descriptor = { layout: device.createPipelineLayout({ bindGroupLayouts: [group] }), compute: { module } };
   const made = shared ? { pipeline: device.createComputePipeline(descriptor), group }
     : device.createComputePipelineAsync(descriptor).then((p) => ({ pipeline: p, group }), async (err) => {
@@ -148,10 +146,12 @@ class CompiledOperator {
     const steps = operator.pieces.flatMap((piece, i) => piece.passes.map((pass, j) => {
       const read = pass.reads === "input" ? window(ins, piece.input) : scratch;
       const written = pass.writes === "output" ? window(outs, piece.output) : scratch;
-      const made = read[0] === written[0] ? pipeline(device, SHADERS[pass.shader], true) : this.#pipelines[pass.shader];
-      const entries = [[this.#uniforms[i][j], 0, pass.params.length * 4], read, written]
-        .map(([buffer, offset, size], binding) => ({ binding, resource: { buffer, offset, size } }))
-        .concat({ binding: 4, resource: { buffer: read[0], offset: read[1], size: read[2] } });
+      const shared = read[0] === written[0];
+      const made = shared ? pipeline(device, SHADERS[pass.sharedShader], true) : this.#pipelines[pass.shader];
+      const noInput = () => device[Symbol.for("dmlgpu.noInput")] ??= device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
+      const again = shared ? [noInput(), 0, 16] : read;
+      const entries = [[this.#uniforms[i][j], 0, pass.params.length * 4], read, written, again]
+        .map(([buffer, offset, size], k) => ({ binding: k < 3 ? k : 4, resource: { buffer, offset, size } }));
       return [made.pipeline, device.createBindGroup({ layout: made.group, entries }), pass.grid];
     }));
     return this.#last = { key, clears, steps, outs };
@@ -256,7 +256,8 @@ export async function compile(device) {
   if (!(device instanceof GPUDevice)) fail(`device must be a GPUDevice, not ${shown(device)}`);
   const short = lacking(device);
   if (short) fail(`the device cannot run this operator: ${short} (requestDevice() asks for what it needs)`);
-  const pipelines = await Promise.all(SHADERS.map((text) => pipeline(device, text)));
+  const used = [...new Set(operator.pieces.flatMap((piece) => piece.passes.map((pass) => pass.shader)))];
+  const pipelines = Object.fromEntries(await Promise.all(used.map(async (i) => [i, await pipeline(device, SHADERS[i])])));
   const uniforms = operator.pieces.map((piece) => piece.passes.map(({ params }) => {
     const buffer = device.createBuffer({ size: params.length * 4, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
     new Uint32Array(buffer.getMappedRange()).set(params);

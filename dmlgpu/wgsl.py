@@ -110,17 +110,21 @@ def shader_sources(plan: Plan) -> list[str]:
 
 
 _READ_INPUT = "@group(0) @binding(1) var<storage, read> "
-_READ_INPUT_WORDS = "@group(0) @binding(4) var<storage, read> "
+#: The modules that bind the input as quads, and again as words (binding 4).
+QUAD_SOURCES = ("src_quads", "src_quads_wide")
 
 
 def writable_input(source: str) -> str:
-    """A pass's WGSL with its input (binding 1, and binding 4 where it reads it as words too)
-    declared ``read_write``, for the shared layout."""
-    if source.count(_READ_INPUT) != 1 or source.count(_READ_INPUT_WORDS) > 1:
+    """A pass's WGSL for the shared layout (``runtime/programs.py``: its input in a buffer the
+    pass writes), its input declared ``read_write`` and bound once: a pass that reads quads
+    takes ``src_words.wgsl`` in place of ``src_quads*.wgsl``, whose second binding of the
+    input (binding 4) would overlap the first, which WebGPU refuses of writable bindings."""
+    for name in QUAD_SOURCES:
+        if template(name) in source:
+            return source.replace(template(name), template("src_words"))
+    if source.count(_READ_INPUT) != 1:
         raise ValueError("a pass's WGSL declares its input once, as " + repr(_READ_INPUT.strip()))
-    for declared in (_READ_INPUT, _READ_INPUT_WORDS):
-        source = source.replace(declared, declared.replace("var<storage, read> ", "var<storage, read_write> "))
-    return source
+    return source.replace(_READ_INPUT, "@group(0) @binding(1) var<storage, read_write> ")
 
 
 _CONST = re.compile(r"^const (\w+)(?:: u32)? = ([^;]+);", re.MULTILINE)

@@ -4,12 +4,10 @@
 // Constants: BITS (PER_WORD and BIT_MASK from key_u32.wgsl).
 //
 // The bound range may end inside a quad: a caller's binding holds the tensor's
-// total_tensor_size_in_bytes, a multiple of 4 (docs/binding.md). `src` then holds only its
+// total_tensor_size_in_bytes, a multiple of 4 (docs/binding.md). quad() then reaches only its
 // whole quads (quad_count), and an index past them would be clamped to other data, so the
-// same range is bound again as words (`src_words`, binding 4), where elements are read one
-// by one: the ragged tails here, and the last rows of reduce_rows.
-
-@group(0) @binding(4) var<storage, read> src_words: array<u32>;
+// elements read one by one (the ragged tails here, and the last rows of reduce_rows) are read
+// as words, from `src_words` (the src_*.wgsl module declares it).
 
 const PER_QUAD: u32 = 4u * PER_WORD;
 

@@ -375,6 +375,38 @@ def test_input_and_output_overlapping_and_adjacent(dev, caller):
     assert (caller.read(buffer)[total + 16:] == GARBAGE).all()
 
 
+@pytest.mark.parametrize("data_type, shapes", [(DataType.FLOAT32, [(1, 15), *((m, 3) for m in range(284, 292))]),
+                                               (DataType.FLOAT16, [(3, 13)]), (DataType.INT8, [(2, 15)])],
+                         ids=lambda v: getattr(v, "name", ""))
+def test_input_and_output_in_one_buffer_bound_exactly(dev, caller, data_type, shapes):
+    """Input and output at two offsets of one buffer, each bound to exactly its bytes (the input
+    ending inside a quad, after one tile of reduce_rows's blocks or several): the passes read
+    the input through the shared layout, bound once there (two writable bindings of it would
+    overlap), and nothing of the buffer's but the output changes."""
+    align = dev.runner.capabilities.offset_alignment
+    for shape in shapes:
+        x = few_values(data_type, shape, 11)
+        for name, desc in ops_on(data_type, shape, [1]):
+            op = dev.compile(desc)
+            need, out_need = op.input_desc.total_tensor_size_in_bytes, op.output_desc.total_tensor_size_in_bytes
+            at = -(-need // align) * align
+            guard = winning_byte(name, data_type)
+            buffer = caller.buffer(at + out_need + GUARD_BYTES, fill=guard)
+            raw = np.full(need, guard, np.uint8)
+            raw[:x.nbytes] = x.view(np.uint8).ravel()
+            caller.gpu.queue.write_buffer(buffer, 0, raw)
+            table = op.binding_table(input=BufferBinding(buffer, 0, need), output=BufferBinding(buffer, at, out_need))
+            encoder = caller.gpu.create_command_encoder()
+            op.record(encoder, table)
+            caller.gpu.queue.submit([encoder.finish()])
+            held = caller.read(buffer)
+            got = np.array(layout.view(op.output_desc, held[at:at + out_need]))
+            want = oracle.evaluate(desc, x)
+            np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"), err_msg=repr(desc))
+            assert (held[:need] == raw).all()
+            assert (held[need:at] == guard).all() and (held[at + out_need:] == guard).all()
+
+
 def test_temporary_boundary(gpu, caller, family_devices):
     dev = family_device(gpu, family_devices, SMALL, None)
     op = dev.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", (6, 1000)), axes=[1]))
@@ -573,11 +605,11 @@ def tail_cases(data_type: DataType, align: int) -> list[tuple]:
     """(shape, axis) whose bytes end at every residue modulo 16 and modulo the offset alignment:
     one row (the segments kernel reading quads, its ragged tail in a quad cut by the binding's
     end; read in words below 16 bytes), and rows of 3 (reduce_rows, whose last block may end
-    inside a quad or past the binding)."""
+    inside a quad or past the binding), fewer than a workgroup's tile and several tiles."""
     size = data_type.size
     span = max(16, align) // size  # elements of every residue of bytes, past a quad's
     return [((1, n), 1) for n in [*range(1, 16 // size), *range(span, 2 * span)]] + \
-        [((m, 3), 1) for m in range(1, max(16, align) // 4 + 2)]
+        [((m, 3), 1) for m in [*range(1, max(16, align) // 4 + 2), *range(300, 308)]]
 
 
 def ops_on(data_type: DataType, shape, axes) -> list:
@@ -615,6 +647,8 @@ EXACT_FAMILIES = [  # (tuning, smaller, type, shape, axes, what the schedule mus
     (SMALL, None, DataType.FLOAT32, (1, 4001), (1,), "reduce_segments"),  # split, merged through the temporary
     (RACE, None, DataType.FLOAT16, (1, 4099), (1,), "race"),
     (SMALL, None, DataType.INT8, (1027, 5), (0,), "reduce_thread"),
+    (ROWS, None, DataType.FLOAT32, (517, 3), (1,), "reduce_rows"),  # tiles of 32 blocks: four whole, one cut
+    (ROWS, None, DataType.INT8, (1001, 3), (1,), "reduce_rows"),
     (SMALL, None, DataType.UINT8, (53, 32), (0,), "reduce_columns"),
     (PIECES, LIMITS, DataType.FLOAT32, (1, 3001), (1,), "merges"),
     (PIECES, LIMITS, DataType.FLOAT16, (2, 9001), (1,), "buffers"),

@@ -9,8 +9,9 @@ in a dispatch: bound as the input (``read-only-storage``) and as the output or t
 (``storage``) of one pass, it is refused, whatever the ranges. Our own tensors never share a
 buffer, but a caller's may (``Device.wrap``, binding tables: input and output at two offsets
 of one buffer). Such a pass binds through the *shared* layout, whose binding 1 is ``storage``
-too (and binding 4, the input's range as words), and runs a variant of its WGSL whose input
-is declared ``read_write`` (``wgsl.writable_input``): the same shader, its input still only read.
+too, and runs a variant of its WGSL whose input is declared ``read_write`` and bound once
+(``wgsl.writable_input``; WebGPU refuses two writable bindings that overlap, so binding 4 is a
+small buffer of ours there): the same shader, its input still only read.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 #: Binding 0: parameters; 1: the input (read-only); 2: the output; 3: scratch that a pass
 #: keeps between dispatches (a plan's race words), else a small buffer no shader declares;
 #: 4: the input's range again, which a shader reading it in 16-byte quads declares as words
-#: (``shaders/load_quads.wgsl``: a range that ends inside a quad).
+#: (``shaders/src_quads.wgsl``: a range may end inside a quad); in the shared layout, a small
+#: buffer no shader declares.
 LAYOUT_ENTRIES = [
     {"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.uniform}},
     {"binding": 1, "visibility": wgpu.ShaderStage.COMPUTE,
@@ -40,11 +42,9 @@ LAYOUT_ENTRIES = [
     {"binding": 4, "visibility": wgpu.ShaderStage.COMPUTE,
      "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
 ]
-#: Bindings of the input: read-only, except in the shared layout.
-INPUT_BINDINGS = (1, 4)
-#: The same with the input's bindings writable: for a pass whose input shares a buffer with what it writes.
-SHARED_LAYOUT_ENTRIES = [{**e, "buffer": {"type": wgpu.BufferBindingType.storage}} if e["binding"] in INPUT_BINDINGS
-                         else e for e in LAYOUT_ENTRIES]
+#: The same with binding 1 writable: for a pass whose input shares a buffer with what it writes.
+SHARED_LAYOUT_ENTRIES = [{**e, "buffer": {"type": wgpu.BufferBindingType.storage}} if e["binding"] == 1 else e
+                         for e in LAYOUT_ENTRIES]
 #: Pipelines the cache keeps (least recently used go first; operators hold their own).
 KEPT_PIPELINES = 128
 
@@ -74,6 +74,7 @@ class Programs:
         self._layouts: dict[bool, tuple] = {}  # by shared: (bind group layout, pipeline layout), made on first use
         self._pipelines: OrderedDict[str, Any] = OrderedDict()  # by WGSL text, most recent last
         self._no_scratch = runner.memory.storage(16)  # binding 3 of passes that keep no scratch
+        self._no_input = runner.memory.storage(16)  # binding 4 of passes in the shared layout
         # the parameter buffers made here (Memory counts the rest), destroyed by ``close``
         self._uniforms: weakref.WeakSet = weakref.WeakSet()
 
@@ -143,9 +144,10 @@ class Programs:
 
     def bind(self, params, src, dst, scratch=None, shared: bool = False):
         """The bind group of one pass: its parameters, input, output, the scratch it keeps
-        between dispatches (binding 3, if any) and its input again (binding 4). ``src`` and
-        ``dst`` are buffers, or (buffer, offset, size) windows of them; ``shared``: through the
-        shared layout (module docstring), for a ``src`` in the buffer that ``dst`` is in."""
+        between dispatches (binding 3, if any) and its input again (binding 4; not in the shared
+        layout). ``src`` and ``dst`` are buffers, or (buffer, offset, size) windows of them;
+        ``shared``: through the shared layout (module docstring), for a ``src`` in the buffer
+        that ``dst`` is in."""
         def resource(target) -> dict:
             if isinstance(target, tuple):
                 buffer, offset, size = target
@@ -156,5 +158,6 @@ class Programs:
         return self.runner.device.create_bind_group(
             layout=self._layout(shared)[0],
             entries=[{"binding": i, "resource": resource(t)}
-                     for i, t in enumerate((params, src, dst, scratch or self._no_scratch, src))],
+                     for i, t in enumerate((params, src, dst, scratch or self._no_scratch,
+                                            self._no_input if shared else src))],
         )
