@@ -43,7 +43,7 @@ def _key_parts(plan: Plan) -> tuple[list[str], dict]:
     consts: dict[str, int | bool] = {"MINIMIZE": plan.op == "argmin"}
     if t.size == 8:
         consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
-        return ["key_int64_native" if plan.int64 else "key_int64_words"], consts
+        return ["key_u64" if plan.int64 else "key_u64_words", "key_int64"], consts
     consts["BITS"] = t.size * 8
     consts["NO_KEYS"] = plan.no_keys
     if t.is_float:
