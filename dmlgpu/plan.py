@@ -151,7 +151,7 @@ class Plan:
     """
 
     kernel: str  # the first pass's template: "reduce_segments", "reduce_rows", "reduce_thread" or "reduce_columns"
-    loader: str  # how elements are read: "load_packed", "load_quads" or "load_pairs"
+    loader: str  # how elements are read: "load_packed", "load_quads", "load_pairs" or "load_pair_quads"
     op: str  # "argmax", "argmin" or "hardmax"
     input_type: DataType
     output_type: DataType
@@ -295,10 +295,11 @@ def grid_for(count: int, max_per_dim: int) -> tuple[int, int, int]:
 
 def elements_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...], in_base: int = 0) -> int:
     """Elements in a 16-byte load when the reduced rows are contiguous and every quad is
-    aligned, else 0. With several reduced dimensions the innermost must also be a whole
-    number of quads, so that no quad straddles two rows."""
+    aligned, else 0 (64-bit elements: 2, read by load_pair_quads). With several reduced
+    dimensions the innermost must also be a whole number of quads, so that no quad straddles
+    two rows."""
     size = red.input.data_type.size
-    if size > 4 or not reduced or reduced[-1].in_stride != 1:
+    if not reduced or reduced[-1].in_stride != 1:
         return 0
     per_quad = 16 // size
     outer = reduced[:-1]
@@ -439,8 +440,8 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     columns = outputs_per_quad(red, reduced, kept, in_base)
     kernel, wg, segment, block_rows, column_quads, split, chunk, groups = _kernel(
         red, kept, reduced, tuning, in_base, partials_only, count, outputs, per_quad, columns, most)
-    if red.input.data_type.size == 8:
-        loader = "load_pairs"
+    if red.input.data_type.size == 8:  # 64-bit elements: two a 16-byte load where rows allow it
+        loader = "load_pair_quads" if per_quad else "load_pairs"
     else:
         loader = "load_quads" if per_quad or kernel in ("reduce_columns", "reduce_rows") else "load_packed"
     # The batched walk reads quads of contiguous rows (or whole-quad inner rows); a thread

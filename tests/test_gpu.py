@@ -657,7 +657,8 @@ KERNEL_CASES = [
     (DataType.FLOAT16, (3, 997), (1,), "packed", "reduce_segments", "load_packed", True),
     (DataType.INT8, (4, 1024), (1,), "packed", "reduce_segments", "load_quads", True),
     (DataType.UINT16, (1500,), (0,), "packed", "reduce_segments", "load_quads", True),
-    (DataType.INT64, (2, 700), (1,), "packed", "reduce_segments", "load_pairs", True),
+    (DataType.INT64, (2, 700), (1,), "packed", "reduce_segments", "load_pair_quads", True),  # two a 16-byte load
+    (DataType.UINT64, (5, 77), (1,), "padded", "reduce_segments", "load_pairs", True),  # rows off 16 bytes
     (DataType.FLOAT32, (700, 5), (0,), "packed", "reduce_thread", "load_packed", True),
     (DataType.UINT8, (300, 7, 6), (0, 2), "permuted", "reduce_thread", "load_packed", True),
     (DataType.FLOAT32, (2000, 8), (1,), "packed", "reduce_segments", "load_quads", False),  # 16 rows a group
@@ -727,7 +728,7 @@ def test_kernel_cases_reach_every_pass(small_tuning_device):
         p = small_tuning_device.compile(ArgMaxOperatorDesc(dmlgpu.layout.describe(x)[0], axes=axes)).plan
         seen |= {p.kernel, p.loader, p.merge_kernel}
     assert seen >= {"reduce_segments", "reduce_thread", "reduce_columns", "load_quads", "load_packed",
-                    "load_pairs", "merge_partials", "merge_partials_workgroup"}
+                    "load_pairs", "load_pair_quads", "merge_partials", "merge_partials_workgroup"}
 
 
 # --- tensors beyond one binding and one buffer: limits shrunk so small tensors are cut

@@ -76,7 +76,9 @@ def test_quads_need_16_byte_aligned_rows():
     assert argmax_plan((64, 1024), [1]).loader == "load_quads"
     assert argmax_plan((64, 1024), [1], strides=(1026, 1)).loader == "load_packed"  # 1026 % 4 != 0
     assert argmax_plan((64, 1024), [1], data_type="FLOAT16", strides=(1032, 1)).loader == "load_quads"
-    assert argmax_plan((64, 1024), [1], data_type="INT64").loader == "load_pairs"
+    assert argmax_plan((64, 1024), [1], data_type="INT64").loader == "load_pair_quads"  # two a quad
+    assert argmax_plan((64, 1024), [1], data_type="UINT64", strides=(1025, 1)).loader == "load_pairs"  # 1025 % 2
+    assert argmax_plan((64, 1024), [0], data_type="INT64").loader == "load_pairs"  # columns: a thread an output
     assert argmax_plan((64, 1024), [1], data_type="UINT8", strides=(1032, 1)).loader == "load_packed"  # 1032 % 16
 
 

@@ -1,0 +1,54 @@
+// 64-bit elements in rows that the plan found contiguous and aligned to 16 bytes: read two at
+// a time, as one 16-byte quad (x, y: the first element's low and high words; z, w: the
+// second's). A thread loads two of its quads before it folds either (loads in flight), and
+// takes the ragged tail one by one.
+
+@group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
+
+const PER_QUAD: u32 = 2u;
+
+fn load_key(e: u32) -> Key {
+    let words = src[e / PER_QUAD];
+    return key_of_element(select(words.zw, words.xy, e % PER_QUAD == 0u));
+}
+
+// Merge the two elements of a quad, read as `words`, whose first has reduced index `r`
+// (larger than best's): the better of the two by the tie rule, then that one against the best.
+fn fold_words(words: vec4<u32>, r: u32, best: ptr<function, Pair>) {
+    let first = key_of_element(words.xy);
+    let second = key_of_element(words.zw);
+    let take_second = later_wins(Pair(first, r), second);
+    let k = select(first, second, take_second);
+    if (later_wins(*best, k)) {
+        *best = Pair(k, r + select(0u, 1u, take_second));
+    }
+}
+
+// The index of the quad holding reduced element `r` (a multiple of PER_QUAD) of the slice
+// at `base`; with several reduced dimensions the innermost is a whole number of quads (the
+// plan checked), so a quad never straddles two of its rows.
+fn quad_at(base: u32, r: u32) -> u32 {
+    if (RED_RANK <= 1u) {
+        return (base + r) / PER_QUAD;
+    }
+    return (base + reduced_offsets(r).x) / PER_QUAD;
+}
+
+// Reduced elements [start, end) of the slice at `base` (start a multiple of PER_QUAD):
+// quads first + q * step for this thread, two at a time, then the ragged tail one by one.
+fn fold_range(base: u32, start: u32, end: u32, first: u32, step: u32, best: ptr<function, Pair>) {
+    let quads = (end - start) / PER_QUAD;
+    var q = first;
+    for (; q + step < quads; q += 2u * step) {
+        let r = start + q * PER_QUAD;
+        let s = r + step * PER_QUAD;
+        let a = src[quad_at(base, r)];
+        let b = src[quad_at(base, s)];
+        fold_words(a, r, best);
+        fold_words(b, s, best);
+    }
+    if (q < quads) {
+        fold_words(src[quad_at(base, start + q * PER_QUAD)], start + q * PER_QUAD, best);
+    }
+    fold_strided(base, start + quads * PER_QUAD, end, first, step, best);
+}
