@@ -7,7 +7,8 @@ How a slice is reduced, written with plain comparisons rather than bit tricks:
 
 1. the reduced axes move to the front in ascending order, so each slice is one column
    of length N and a position in it is the row-major index within the sub-tensor;
-2. the extreme of each slice is taken with NaN left out (``fmax``/``fmin``);
+2. the extreme of each slice is taken with NaN left out (NaN read as -inf for the maximum,
+   +inf for the minimum: NumPy's ``fmax`` reduction can lose a number beside a signalling NaN);
 3. the candidates are the positions equal to it (NaN equals nothing; ``-0.0 == +0.0``);
    under ``nan_mode="propagate"`` a slice holding a NaN has its NaNs as the candidates
    instead; a slice with no candidate (all NaN) has every position as one;
@@ -87,11 +88,11 @@ def _column_index(
 
 def _candidates(columns: np.ndarray, want_max: bool, mode: NanMode) -> np.ndarray:
     """Boolean mask of the positions tied for the extreme of each column, per SPEC.md section 2."""
-    reduce = np.fmax if want_max else np.fmin  # both leave NaN out unless a column is all NaN
-    extreme = reduce.reduce(columns, axis=0, keepdims=True)
+    nan = np.isnan(columns) if columns.dtype.kind == "f" else None
+    numbers = columns if nan is None else np.where(nan, -np.inf if want_max else np.inf, columns)
+    extreme = (np.maximum if want_max else np.minimum).reduce(numbers, axis=0, keepdims=True)
     candidates = columns == extreme  # NaN equals nothing, so it is never a candidate here
-    if mode is NanMode.PROPAGATE and columns.dtype.kind == "f":
-        nan = np.isnan(columns)
+    if mode is NanMode.PROPAGATE and nan is not None:
         candidates = np.where(nan.any(axis=0, keepdims=True), nan, candidates)
     # An all-NaN slice has no candidate under "ignore": all its positions tie (SPEC.md 2).
     return candidates | ~candidates.any(axis=0, keepdims=True)

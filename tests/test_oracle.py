@@ -228,6 +228,20 @@ def test_subnormals_are_not_flushed(dtype):
     assert oracle.argmin(x, 0, axis_direction="decreasing").tolist() == [2]
 
 
+@pytest.mark.parametrize("dtype, bits", [("float32", [0x7F800001, 0xFF800001, 0x7F800100])])
+def test_signalling_nan_beside_numbers(dtype, bits):
+    """A NaN of any payload is skipped (or propagates) as any NaN. NumPy's own fmax reduction
+    over columns returns NaN for fmax(inf, signalling NaN), so that the next number wins: the
+    oracle must not lean on it."""
+    u = np.dtype(dtype).str.replace("f", "u")
+    for nan in np.array(bits, u).view(dtype):
+        x = np.array([[np.inf, 1.0], [nan, 2.0], [1.0, 1.0]], dtype)
+        assert oracle.argmax(x, 0).tolist() == [[0, 1]]
+        assert oracle.argmin(-x, 0).tolist() == [[0, 1]]
+        assert oracle.argmax(x, 0, nan_mode="propagate").tolist() == [[1, 1]]
+        assert oracle.hardmax(x, 0)[:, 0].tolist() == [1, 0, 0]
+
+
 def test_float16_values_one_ulp_apart():
     one_up = np.nextafter(np.float16(1), np.float16(2))
     x = np.array([1, one_up, 1], np.float16)
