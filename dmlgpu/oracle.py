@@ -113,8 +113,9 @@ def order_keys(values: np.ndarray, *, want_max: bool, nan_mode: Union[str, NanMo
 
     ``want_max`` (ARGMAX, HARDMAX) keeps the values' order, ``want_max=False`` (ARGMIN)
     reverses it. Equal keys are exactly the ties of SPEC.md section 2: integers map one to
-    one (64-bit included), ``-0.0`` and ``+0.0`` share a key, every NaN gets one key, the
-    lowest under ``nan_mode="ignore"`` and the highest under ``"propagate"``. So picking the
+    one (64-bit included), floats (float64 included) keep IEEE order, ``-0.0`` and ``+0.0``
+    share a key, every NaN gets one key, the lowest under ``nan_mode="ignore"`` and the
+    highest under ``"propagate"``. So picking the
     largest key, then the smallest index (INCREASING) or the largest (DECREASING) among
     equal keys, is this module's reduction, in any order of merging; ``dmlgpu.dask``
     combines partial results that way. (The shaders build the same order in WGSL, in
@@ -124,20 +125,24 @@ def order_keys(values: np.ndarray, *, want_max: bool, nan_mode: Union[str, NanMo
     values = np.asarray(values)
     values = values.astype(values.dtype.newbyteorder("="), copy=False)
     kind, bits = values.dtype.kind, values.dtype.itemsize * 8
+    if kind not in "uif" or bits > 64:
+        raise TypeError(f"values have dtype {values.dtype}, but order_keys takes the input types of "
+                        f"types.DataType (and bool read as uint8)")
     u = values.view(f"u{bits // 8}").astype(np.uint64)
     if kind == "u":
         return u if want_max else ~u
     if kind == "i":
         u ^= np.uint64(1 << (bits - 1))  # two's complement to offset binary: order kept
         return u if want_max else ~u
-    if kind != "f" or bits > 32:
-        raise TypeError(f"values have dtype {values.dtype}, but order_keys takes the ten input types of SPEC.md")
-    sign = np.uint64(1 << (bits - 1))
+    sign, mask = np.uint64(1 << (bits - 1)), np.uint64((1 << bits) - 1)
+    inf = np.uint64(np.array(np.inf, values.dtype).view(f"u{bits // 8}"))
     u = np.where(values == 0, np.uint64(0), u)  # -0.0 takes +0.0's bits
-    ordered = np.where(u & sign, ~u & np.uint64((1 << bits) - 1), u | sign)  # in [0, 2**bits)
-    keys = ordered + np.uint64(1) if want_max else np.uint64(1 << bits) - ordered  # in [1, 2**bits]
-    nan_key = 0 if mode is NanMode.IGNORE else (1 << bits) + 1
-    return np.where(np.isnan(values), np.uint64(nan_key), keys)
+    # Negative numbers reverse their order: [-inf, +inf] maps onto [low, high], ascending.
+    ordered = np.where(u & sign, ~u & mask, u | sign)
+    low, high = ~(sign | inf) & mask, sign | inf
+    keys = ordered - low + np.uint64(1) if want_max else high - ordered + np.uint64(1)  # in [1, high - low + 1]
+    nan_key = np.uint64(0) if mode is NanMode.IGNORE else high - low + np.uint64(2)
+    return np.where(np.isnan(values), nan_key, keys)
 
 
 def argmax(

@@ -41,14 +41,18 @@ def _key_parts(plan: Plan) -> tuple[list[str], dict]:
     """The key modules for the input type, and the constants they and the loader read."""
     t = plan.input_type
     consts: dict[str, int | bool] = {"MINIMIZE": plan.op == "argmin"}
+    nan_propagate = plan.nan_mode is NanMode.PROPAGATE
     if t.size == 8:
-        consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
-        return ["key_u64" if plan.int64 else "key_u64_words", "key_int64"], consts
+        if t.is_float:
+            consts["NAN_PROPAGATE"] = nan_propagate
+        else:
+            consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
+        return ["key_u64" if plan.int64 else "key_u64_words", "key_float64" if t.is_float else "key_int64"], consts
     consts["BITS"] = t.size * 8
     consts["NO_KEYS"] = plan.no_keys
     if t.is_float:
         sign, magnitude, inf = _FLOAT_BITS[t]
-        consts.update(F_SIGN=sign, F_ABS=magnitude, F_INF=inf, NAN_PROPAGATE=plan.nan_mode is NanMode.PROPAGATE)
+        consts.update(F_SIGN=sign, F_ABS=magnitude, F_INF=inf, NAN_PROPAGATE=nan_propagate)
         return ["key_u32", "key_float"], consts
     consts["SIGN_FLIP"] = 1 << (t.size * 8 - 1) if t in _SIGNED else 0
     return ["key_u32", "key_int"], consts
@@ -57,7 +61,7 @@ def _key_parts(plan: Plan) -> tuple[list[str], dict]:
 def _store_part(plan: Plan) -> str:
     """The module that writes the operator's result."""
     if plan.op == "hardmax":
-        return "store_one_f16" if plan.output_type is DataType.FLOAT16 else "store_one_f32"
+        return {DataType.FLOAT16: "store_one_f16", DataType.FLOAT64: "store_one_f64"}.get(plan.output_type, "store_one_f32")
     return "store_index64" if plan.output_type.size == 8 else "store_index32"
 
 
