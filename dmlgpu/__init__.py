@@ -12,7 +12,8 @@ from .desc import (
     operator_from_json,
 )
 from .tensor_desc import TensorDesc, calc_buffer_tensor_size
-from .errors import AdapterError, DataError, DescriptorError, ModelError, DeviceLostError, GPUMemoryError
+from .errors import (AdapterError, DataError, DescriptorError, ModelError, DeviceLostError, GPUMemoryError,
+                     SoftwareAdapterWarning)
 from .types import AxisDirection, DataType, FeatureLevel, NanMode, ReduceFunction, TensorFlags
 
 __version__ = "0.2.0"
@@ -40,4 +41,5 @@ __all__ = [
     "ActivationHardmaxOperatorDesc", "ReduceOperatorDesc", "calc_buffer_tensor_size", "operator_from_json",
     "DataType", "AxisDirection", "TensorFlags", "ReduceFunction", "FeatureLevel", "NanMode",
     "DescriptorError", "DataError", "AdapterError", "ModelError", "DeviceLostError", "GPUMemoryError",
+    "SoftwareAdapterWarning",
 ]

@@ -1,4 +1,4 @@
-"""The ``dmlgpu`` command: ``demo``, ``info``, ``bench`` and ``explain``."""
+"""The ``dmlgpu`` command: ``demo``, ``info``, ``bench``, ``explain`` and ``tune``."""
 
 from __future__ import annotations
 
@@ -258,6 +258,14 @@ def _parser() -> argparse.ArgumentParser:
     p_explain.add_argument("--buffer", type=int, metavar="BYTES", help="the buffer size limit to plan for")
     p_explain.add_argument("--nan-mode", choices=["ignore", "propagate"],
                            help="default: propagate for a call, ignore for a descriptor")
+    p_tune = sub.add_parser("tune", help="choose the planner's tunings for this adapter now, by measuring them, "
+                                         "keep them in the cache and say why",
+                            description="Time each family of shapes under its candidate tunings on the adapter "
+                                        "(a probe each, interleaved rounds), keep the fastest in the tuning cache "
+                                        "(DMLGPU_CACHE_DIR), and print every time and choice. Devices otherwise "
+                                        "measure a family the first time they compile one (GPUs; DMLGPU_TUNE=0: never).")
+    p_tune.add_argument("--family", action="append", help="only families whose name contains this (repeatable), "
+                                                         "e.g. rows/32 or columns")
     p_bench = sub.add_parser("bench", help="time the operators beside the read ceiling (and torch, if present)")
     p_bench.add_argument("--quick", action="store_true", help="the short suite (small inputs; for lavapipe)")
     p_bench.add_argument("--case", action="append", help="run only cases whose name contains this (repeatable)")
@@ -283,6 +291,11 @@ def main(argv=None) -> int:
         device = Device(args.adapter)
         if args.command == "demo":
             return demo(device)
+        if args.command == "tune":
+            from .calibration import tune_lines
+
+            print("\n".join(tune_lines(device, args.family)))
+            return 0
         from . import bench
 
         return bench.main(device, args)

@@ -20,7 +20,7 @@ from .caches import LruCache
 from .desc import TensorDesc, lower
 from .errors import DataError
 from .pieces import Schedule, buffer_spans, schedule
-from .plan import Plan
+from .plan import Plan, Tuning
 from .runtime.interrupts import interrupts_held
 from .runtime.kits import IN_PLACE_OUTPUT_MAX, Kit
 from .runtime.native import Steps
@@ -155,7 +155,7 @@ def _tensor_bases(tensor: Tensor, output: bool) -> tuple:
 class CompiledOperator:
     """An operator descriptor compiled for one device: reusable, with its plan and pipelines."""
 
-    def __init__(self, device: "Device", desc, nan_mode):
+    def __init__(self, device: "Device", desc, nan_mode, tuning: Tuning | None = None):
         desc.check_feature_level(device.feature_level)
         self.device = device
         self.desc = desc
@@ -164,7 +164,9 @@ class CompiledOperator:
         self.input_desc: TensorDesc = self._reduction.input
         self.output_desc: TensorDesc = self._reduction.output
         runner = device.runner
-        self._program = Program(runner, schedule(self._reduction, runner.capabilities, self.nan_mode, device.tuning))
+        #: What this operator was planned with: ``tuning``, else the device's for its family.
+        self.tuning = tuning if tuning is not None else device.tuning_for(self._reduction)
+        self._program = Program(runner, schedule(self._reduction, runner.capabilities, self.nan_mode, self.tuning))
         self.schedule: Schedule = self._program.schedule
         self.plan: Plan = self.schedule.pieces[0].plan  # the first piece's (the only one, mostly)
         # What each resident call asks for, found once: whether it clears its output first,
@@ -348,7 +350,7 @@ class CompiledOperator:
             caps = self.device.runner.capabilities
             caps = dataclasses.replace(caps, max_storage_binding=min(self.device.runner.transfers.ring_chunk, caps.max_storage_binding))
             program = self._streamed_program = Program(
-                self.device.runner, schedule(self._reduction, caps, self.nan_mode, self.device.tuning))
+                self.device.runner, schedule(self._reduction, caps, self.nan_mode, self.tuning))
         source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
         runner = self.device.runner
         try:

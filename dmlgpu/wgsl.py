@@ -97,7 +97,8 @@ def shader_sources(plan: Plan) -> list[str]:
             stores = ["store_partial"]
         else:
             stores = [_store_part(plan), "store_direct"]
-        passes.append(["common", *keys, plan.loader, "fold", *stores, plan.kernel])
+        source = ["src_quads_wide" if plan.wide_loads else "src_quads"] if plan.loader == "load_quads" else []
+        passes.append(["common", *keys, *source, plan.loader, "fold", *stores, plan.kernel])
     if plan.merge_kernel:
         passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
     cooperation = ["invocation_subgroups", "tree", "tree_subgroups"] if plan.subgroups else ["invocation", "tree", "tree_only"]

@@ -34,7 +34,7 @@ fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
         var words: array<vec4<u32>, LANE_QUADS>;
         for (var i = 0u; i < LANE_QUADS; i++) { // unroll
             if (i * SEG + lane < BLOCK_QUADS) {
-                words[i] = src[first_quad + block * BLOCK_QUADS + i * SEG + lane];
+                words[i] = quad(first_quad + block * BLOCK_QUADS + i * SEG + lane);
             }
         }
         var best = walk_start(0u);
