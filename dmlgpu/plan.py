@@ -70,7 +70,7 @@ class Tuning:
     #: In that walk, quads are first tested against the best key of the thread's subgroup
     #: (shared after every batch where a subgroup lies in one segment, else the thread's own),
     #: and only those that may win get exact keys; for walks of at least this many quads a
-    #: thread (0: never).
+    #: thread (0: never). 64-bit quads (walk_pairs.wgsl) are tested so too, on high words.
     skip_min_quads: int = 8
     #: reduce_columns: a thread takes this many neighbouring quads of outputs (1 or 2) where
     #: a kept row holds a whole number of them and the reduction is split (unsplit, a quad a
@@ -459,7 +459,9 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     # The batched walk reads quads of contiguous rows (or whole-quad inner rows); a thread
     # that walks many of them tests each against the best so far before keying it.
     batch = tuning.batch if kernel == "reduce_segments" and loader == "load_quads" else 0
-    skip_test = bool(batch and tuning.skip_min_quads and chunk // per_quad // segment >= tuning.skip_min_quads)
+    pairs = kernel == "reduce_segments" and loader == "load_pair_quads"  # walk_pairs.wgsl, which skips too
+    skip_test = bool((batch or pairs) and tuning.skip_min_quads
+                     and chunk // per_quad // segment >= tuning.skip_min_quads)
     race = (kernel in ("reduce_segments", "reduce_columns") and 1 < split <= tuning.race_max_chunks and caps.int64_atomics
             and red.input.data_type.size <= 4 and not partials_only)
     merge_kernel, merge_grid = (None, None) if partials_only or race else merge_pass(split, outputs, caps, tuning)

@@ -105,8 +105,9 @@ def shader_sources(plan: Plan) -> list[str]:
     for parts in passes:  # kernels whose threads cooperate merge within segments
         if parts[-1] in ("reduce_segments", "reduce_rows", "merge_partials_workgroup"):
             parts[-1:-1] = cooperation
-        if parts[-1] == "reduce_segments":
-            parts[-1:-1] = ["walk_batched" if plan.batch else "walk_strided"]
+        if parts[-1] == "reduce_segments":  # 64-bit quads: their own walk (two loads, their skip test)
+            walk = "walk_pairs" if plan.loader == "load_pair_quads" else "walk_batched" if plan.batch else "walk_strided"
+            parts[-1:-1] = [walk]
     texts = [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
     return [unroll(text) for text in texts] if plan.unroll else texts
 

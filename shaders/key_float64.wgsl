@@ -21,3 +21,26 @@ fn key_words(w: vec2<u32>) -> vec2<u32> {
     let nan = high > 0x7ff00000u || (high == 0x7ff00000u && w.x != 0u);
     return select(k, vec2<u32>(NAN_WORD), nan);
 }
+
+// The skip test of walk_pairs.wgsl: whether a quad (two elements) may hold an element that
+// beats or ties a best whose key's high word is t, from the elements' high words alone. Once
+// the best is a number of the wanted sign (positive for argmax, negative for argmin) whose
+// high word is not the sign's alone, only an element of that sign whose raw high word is at
+// least the best's beats or ties it: as signed integers (argmax) or unsigned ones (argmin),
+// which is t itself against the elements' high words flipped by QUICK_FLIP64. Any other best
+// (the walk's start, a zero, a subnormal, ignored NaN) lets everything pass. Under
+// NAN_PROPAGATE every NaN must pass (a NaN of the other sign, or a later one under
+// DECREASING, where the best is NaN), and is looked for apart, infinities passing with it.
+const QUICK_FLIP64: u32 = select(0x80000000u, 0u, MINIMIZE);
+
+fn quick_limit64(t: u32) -> u32 {
+    return select(0u, t, t > 0x80000000u);
+}
+
+fn quick_passes64(words: vec4<u32>, limit: u32) -> bool {
+    var passes = max(words.y ^ QUICK_FLIP64, words.w ^ QUICK_FLIP64) >= limit;
+    if (NAN_PROPAGATE) {
+        passes = passes || max(words.y & 0x7fffffffu, words.w & 0x7fffffffu) >= 0x7ff00000u;
+    }
+    return passes;
+}

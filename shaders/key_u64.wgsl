@@ -14,6 +14,11 @@ fn key_min() -> Key {
     return u64(0u);
 }
 
+// The key's high word (walk_pairs.wgsl's skip test).
+fn key_high(k: Key) -> u32 {
+    return u32(k >> 32u);
+}
+
 fn key_gt(a: Key, b: Key) -> bool {
     return a > b;
 }

@@ -14,6 +14,11 @@ fn key_min() -> Key {
     return vec2<u32>(0u, 0u);
 }
 
+// The key's high word (walk_pairs.wgsl's skip test).
+fn key_high(k: Key) -> u32 {
+    return k.x;
+}
+
 fn key_gt(a: Key, b: Key) -> bool {
     return a.x > b.x || (a.x == b.x && a.y > b.y);
 }

@@ -1,7 +1,6 @@
 // 64-bit elements in rows that the plan found contiguous and aligned to 16 bytes: read two at
 // a time, as one 16-byte quad (x, y: the first element's low and high words; z, w: the
-// second's). A thread loads two of its quads before it folds either (loads in flight), and
-// takes the ragged tail one by one.
+// second's), by the segments kernel's walk_pairs.wgsl; the ragged tail one by one.
 
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 
@@ -32,23 +31,4 @@ fn quad_at(base: u32, r: u32) -> u32 {
         return (base + r) / PER_QUAD;
     }
     return (base + reduced_offsets(r).x) / PER_QUAD;
-}
-
-// Reduced elements [start, end) of the slice at `base` (start a multiple of PER_QUAD):
-// quads first + q * step for this thread, two at a time, then the ragged tail one by one.
-fn fold_range(base: u32, start: u32, end: u32, first: u32, step: u32, best: ptr<function, Pair>) {
-    let quads = (end - start) / PER_QUAD;
-    var q = first;
-    for (; q + step < quads; q += 2u * step) {
-        let r = start + q * PER_QUAD;
-        let s = r + step * PER_QUAD;
-        let a = src[quad_at(base, r)];
-        let b = src[quad_at(base, s)];
-        fold_words(a, r, best);
-        fold_words(b, s, best);
-    }
-    if (q < quads) {
-        fold_words(src[quad_at(base, start + q * PER_QUAD)], start + q * PER_QUAD, best);
-    }
-    fold_strided(base, start + quads * PER_QUAD, end, first, step, best);
 }

@@ -111,6 +111,46 @@ def test_adversarial_doubles_against_the_oracle(any_device, shape, axes, kind):
         all_answers(laid_out(adversarial(shape, rng, size), kind), axes, any_device)
 
 
+@pytest.fixture(scope="module", params=["native", "words"])
+def skipping(request):
+    """Every walk over 64-bit quads tests them against the pooled best first (skip_min_quads=1)."""
+    device = dmlgpu.Device(int64=None if request.param == "native" else False, tuning=Tuning(skip_min_quads=1))
+    yield device
+    device.close()
+
+
+@pytest.mark.parametrize("data_type", ["float64", "int64", "uint64"])
+def test_the_skip_test_of_64_bit_walks(skipping, data_type):
+    """Quads skipped on their high words never hide a winner: random rows, rows whose best grows
+    with every quad (the limit moves each round), ties in the high word that the low word
+    decides, zeros of both signs, NaN of the other sign under propagate, and the integers'
+    extremes, in long rows that split; the plan's skip test is on."""
+    rng = np.random.default_rng(zlib.crc32(data_type.encode()))
+    dtype = np.dtype(data_type)
+    if dtype.kind == "f":
+        rows = [rng.standard_normal(4000), np.sort(rng.standard_normal(4000)), -np.sort(rng.standard_normal(4000)),
+                adversarial(4000, rng, 6), adversarial(4000, rng, len(BITS)),
+                np.array(BITS[14:17] * 1333 + [0], np.uint64).view(np.float64)]  # 2.0 and its neighbours a word apart
+        rows[0][rng.integers(4000, size=3)] = POOL[24]  # negative NaN among numbers
+        rows.append(np.where(rng.random(4000) < 0.5, 0.0, -0.0) - (rng.random(4000) < 0.5))  # zeros tie, -0.0 last
+        rows[-1][[0, -2, -1]] = 0.0, -1.0, -0.0  # the last quad: -0.0 beside a loser
+    else:
+        info = np.iinfo(dtype)
+        near = np.array([info.max, info.max - 1, info.max - 2**32, info.min, info.min + 1, 2**32, 2**32 - 1], dtype)
+        rows = [rng.integers(info.min, info.max, 4000, dtype, endpoint=True), np.sort(rng.integers(0, 2**40, 4000)),
+                rng.choice(near, 4000)]
+    x = np.stack([np.asarray(r).astype(dtype) for r in rows])
+    assert skipping.compile(ArgMaxOperatorDesc(layout.describe(x)[0], axes=[1])).plan.skip_test
+    for op in ("argmax", "argmin"):
+        for direction in DIRECTIONS:
+            for nan_mode in NAN_MODES if dtype.kind == "f" else ("ignore",):
+                got = getattr(dmlgpu, op)(x, 1, axis_direction=direction, nan_mode=nan_mode, device=skipping)
+                same_bits(got, getattr(oracle, op)(x, 1, axis_direction=direction, nan_mode=nan_mode))
+    if dtype.kind == "f":
+        all_answers(x[:, :2001], (1,), skipping)  # a ragged tail
+        all_answers(x.reshape(1, -1), (1,), skipping)  # one long row, split into chunks
+
+
 def test_the_planner_reads_two_doubles_a_load_where_rows_allow(device):
     """Contiguous rows aligned to 16 bytes: load_pair_quads; otherwise 8-byte loads."""
     def loader(shape, axes, kind="packed"):
