@@ -27,9 +27,10 @@ import re
 import types
 
 import pytest
-from _pytest.mark.structures import ParameterSet
 
 from dmlgpu.numpy import SUPPORTED
+
+ParameterSet = type(pytest.param())  # what pytest.param makes (pytest's own module is private)
 
 #: dmlgpu's refusal of a type (``dmlgpu.numpy`` and ``dmlgpu.dask.numpy`` word it alike).
 REFUSAL = re.compile(r"^dmlgpu\.(?:dask\.)?numpy\.\w+ cannot take (\S+) input")
