@@ -521,7 +521,7 @@ def family_of(red: ArgReduction, caps: Capabilities, tuning: Tuning = Tuning()) 
     one output; ``"multi_axis/32"``: contiguous rows over several reduced axes;
     ``"short_rows/8"``: packed rows of at most ``rows_max_bytes`` (``"narrow_rows/32"``: of
     less than 16 bytes, several a load); ``"columns/32"`` and
-    ``"thread/64"`` as their kernels.
+    ``"thread/64"`` as their kernels."""
     kept, reduced = simplify(red)
     outputs = math.prod(d.size for d in kept)
     count = math.prod(d.size for d in reduced)
