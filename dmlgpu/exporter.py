@@ -83,7 +83,7 @@ _TYPED_ARRAYS = {
     DataType.FLOAT32: "Float32Array", DataType.FLOAT16: "Uint16Array", DataType.UINT32: "Uint32Array",
     DataType.INT32: "Int32Array", DataType.UINT64: "BigUint64Array", DataType.INT64: "BigInt64Array",
     DataType.UINT16: "Uint16Array", DataType.INT16: "Int16Array", DataType.UINT8: "Uint8Array",
-    DataType.INT8: "Int8Array",
+    DataType.INT8: "Int8Array", DataType.FLOAT64: "Float64Array",
 }
 #: The version of what a module holds (its first line says it): raised when the plan's data
 #: changes shape, so that a page can tell which runner it has.

@@ -542,7 +542,7 @@ def test_tensor_bindings_feed_the_callers_passes(dev, caller):
 GUARD_BYTES = 48
 UNSIGNED = (DataType.UINT8, DataType.UINT16, DataType.UINT32, DataType.UINT64)
 EVERY_TYPE = (DataType.FLOAT32, DataType.FLOAT16, DataType.UINT32, DataType.INT32, DataType.UINT16,
-              DataType.INT16, DataType.UINT8, DataType.INT8, DataType.UINT64, DataType.INT64)
+              DataType.INT16, DataType.UINT8, DataType.INT8, DataType.UINT64, DataType.INT64, DataType.FLOAT64)
 
 
 def winning_byte(op: str, data_type: DataType) -> int:
