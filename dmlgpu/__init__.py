@@ -18,7 +18,8 @@ from .types import AxisDirection, DataType, FeatureLevel, NanMode, ReduceFunctio
 
 __version__ = "0.2.0"
 
-_LAZY = {"configure": "runtime.hot", "explain": "explainer", "argmax": "api", "argmin": "api", "hardmax": "api",
+_LAZY = {"configure": "runtime.hot", "explain": "explainer", "export": "exporter",
+         "argmax": "api", "argmin": "api", "hardmax": "api",
          "Device": "device", "Tensor": "tensor", "CompiledOperator": "operator", "default_device": "device",
          "BufferBinding": "binding", "BindingProperties": "binding", "BindingTable": "binding"}
 
@@ -35,7 +36,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "configure", "argmax", "argmin", "hardmax", "explain", "Device", "Tensor", "CompiledOperator", "default_device",
+    "configure", "argmax", "argmin", "hardmax", "explain", "export",
+    "Device", "Tensor", "CompiledOperator", "default_device",
     "BufferBinding", "BindingProperties", "BindingTable",
     "TensorDesc", "ArgMaxOperatorDesc", "ArgMinOperatorDesc", "ActivationHardmax1OperatorDesc",
     "ActivationHardmaxOperatorDesc", "ReduceOperatorDesc", "calc_buffer_tensor_size", "operator_from_json",

@@ -1,4 +1,4 @@
-"""The ``dmlgpu`` command: ``demo``, ``info``, ``bench``, ``explain`` and ``tune``."""
+"""The ``dmlgpu`` command: ``demo``, ``info``, ``bench``, ``explain``, ``export`` and ``tune``."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def demo(device) -> int:
 
 def feature_level_lines() -> list[str]:
     """Each modelled feature level with the operators it has and what they take, grouped."""
-    from .types import DEFAULT_FEATURE_LEVEL, MODELLED_LEVELS, OPERATOR_SUPPORT, FeatureLevel, describe, support_at
+    from .types import (DEFAULT_FEATURE_LEVEL, EXTENSION_TYPES, MODELLED_LEVELS, OPERATOR_SUPPORT, FeatureLevel,
+                        describe, support_at)
 
     lines = [f"feature levels (Device(feature_level=...); the default is {DEFAULT_FEATURE_LEVEL.value}):"]
     for level in MODELLED_LEVELS:
@@ -73,6 +74,9 @@ def feature_level_lines() -> list[str]:
         for support, operators in groups.items():
             inputs, outputs, dimensions = describe(support)
             lines.append(f"    {', '.join(operators)}: {inputs} -> {outputs}; {dimensions} dimensions")
+    extension = ", ".join(t.name for t in EXTENSION_TYPES)
+    lines.append(f"  beyond DirectML, at every level: {extension} input to every operator there (HARDMAX: "
+                 f"{extension} out)")
     return lines
 
 
@@ -80,13 +84,14 @@ def info(as_json: bool, levels: bool = True) -> int:
     """List every adapter with its limits and features, then (``levels``) the feature levels
     with the operators and types each has."""
     from .runtime.adapters import adapter_summary, adapters
-    from .types import DEFAULT_FEATURE_LEVEL, level_table
+    from .types import DEFAULT_FEATURE_LEVEL, EXTENSION_TYPES, level_table
 
     summaries = [{"index": i, **adapter_summary(a)} for i, a in enumerate(adapters())]
     if as_json:
         report: dict = {"adapters": summaries}
         if levels:
-            report["feature_levels"] = {"default": DEFAULT_FEATURE_LEVEL.value, "levels": level_table()}
+            report["feature_levels"] = {"default": DEFAULT_FEATURE_LEVEL.value, "levels": level_table(),
+                                        "extension_types": [t.name for t in EXTENSION_TYPES]}
         print(json.dumps(report, indent=2))
         return 0
     if not summaries:
@@ -168,6 +173,50 @@ def explain_command(args) -> int:
         print(f"dmlgpu explain: {_one_line(err)}", file=sys.stderr)
         return 2
     print(text, end="")
+    return 0
+
+
+def _read_limits(text: str | None):
+    """``--limits``: a JSON object, inline or in a ``.json`` file; None where not given."""
+    if text is None:
+        return None
+    if text.lower().endswith(".json"):
+        if not os.path.isfile(text):
+            raise _Refused(f"--limits is {text!r}, which names no file (a .json value is read as a file of limits)")
+        with open(text, "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
+    try:
+        limits = json.loads(text)
+    except ValueError as err:
+        raise _Refused(f"--limits is not JSON ({_one_line(err)}); it must be an object like "
+                       f"'{{\"maxStorageBufferBindingSize\": 1073741824}}', or a .json file of one") from None
+    if not isinstance(limits, dict):
+        raise _Refused(f"--limits is JSON {type(limits).__name__}, but it must be an object of limit names")
+    return limits
+
+
+def export_command(args) -> int:
+    """``dmlgpu export``: the module for WebGPU's default limits, or ``--limits``; no adapter opens."""
+    from . import exporter
+
+    try:
+        what = _read_what(" ".join(args.what))
+        limits = _read_limits(args.limits)
+        _check_output_path("--output", args.output)
+        text = exporter.export(what, limits=limits, nan_mode=args.nan_mode, software=args.software)
+    except _Refused as err:
+        print(f"dmlgpu export: {err}", file=sys.stderr)
+        return 2
+    except (DescriptorError, TypeError, ValueError, OSError) as err:
+        print(f"dmlgpu export: {_one_line(err)}", file=sys.stderr)
+        return 2
+    if args.output is None:
+        print(text, end="")
+        return 0
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"dmlgpu export: {len(text.encode())} bytes written to {args.output}", file=sys.stderr)
     return 0
 
 
@@ -253,6 +302,20 @@ def _parser() -> argparse.ArgumentParser:
     p_explain.add_argument("--buffer", type=int, metavar="BYTES", help="the buffer size limit to plan for")
     p_explain.add_argument("--nan-mode", choices=["ignore", "propagate"],
                            help="default: propagate for a call, ignore for a descriptor")
+    p_export = sub.add_parser("export", help="the operator as a standalone WebGPU program: an ES module for a web page",
+                              description="Write an ES module that runs the operator in a web page on WebGPU: the "
+                                          "WGSL of each pass, the plan as data and a small runner that records the "
+                                          "passes into the page's command encoder (docs/export.md). WHAT is as for "
+                                          "explain. Planned for WebGPU's default limits unless --limits says others; "
+                                          "no adapter is opened.")
+    p_export.add_argument("what", nargs="+", help="JSON, a .json file, -, or a call (its words may be unquoted)")
+    p_export.add_argument("--limits", metavar="JSON", help="the target's limits: a JSON object of WebGPU limit names "
+                                                           "(as adapter.limits has them), inline or a .json file")
+    p_export.add_argument("--nan-mode", choices=["ignore", "propagate"],
+                          help="default: propagate for a call, ignore for a descriptor")
+    p_export.add_argument("--software", action="store_true",
+                          help="plan for an adapter that runs shaders on the CPU (isFallbackAdapter: SwiftShader, WARP)")
+    p_export.add_argument("-o", "--output", metavar="PATH", help="write the module here (default: standard output)")
     p_tune = sub.add_parser("tune", help="choose the planner's tunings for this adapter now, by measuring them, "
                                          "keep them in the cache and say why",
                             description="Time each family of shapes under its candidate tunings on the adapter "
@@ -281,6 +344,8 @@ def main(argv=None) -> int:
             return info(getattr(args, "json", False) is True, levels=args.command == "info")
         if args.command == "explain":
             return explain_command(args)
+        if args.command == "export":
+            return export_command(args)
         from .device import Device
 
         device = Device(args.adapter)

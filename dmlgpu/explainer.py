@@ -323,7 +323,7 @@ def explain_schedule(desc, sched: Schedule, caps: Capabilities, nan_mode: NanMod
         f"{', a CPU adapter' if caps.software else ''}",
         *([tuning_line] if tuning_line else []),
         f"schedule: {len(sched.pieces)} piece(s), {sched.merges} merge(s) across pieces, "
-        f"scratch {max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])} B",
+        f"scratch {sched.scratch_bytes} B",
     ]
     texts: dict[str, int] = {}  # each distinct WGSL text once, numbered
     plans: dict[tuple, list[int]] = {}  # pieces that differ only in their windows share a plan's text
@@ -362,24 +362,31 @@ def explain(what, *, device=None, capabilities: Capabilities | None = None, nan_
             device_caps, device_tuning, device_name = device.runner.capabilities, device.tuning, device.name
         except AttributeError:
             raise TypeError(f"device must be a dmlgpu.Device, not {type(device).__name__}") from None
-    desc, implied = _describe(what)
-    mode = NanMode.parse(nan_mode if nan_mode is not None else implied or NanMode.IGNORE, "nan_mode")
     if capabilities is not None:
         caps, source = capabilities, "given"
     elif device is not None:
         caps, source = device_caps, device_name
     else:
         caps, source = DEFAULT_CAPABILITIES, "no adapter: WebGPU's default limits, no optional features"
-    _check_capabilities(caps)
     tuning = tuning or (device_tuning if device is not None else default_tuning(caps))
+    desc, mode, sched = planned(what, caps, nan_mode, tuning)
+    return explain_schedule(desc, sched, caps, mode, source, _tuning_line(lower(desc), caps, tuning))
+
+
+def planned(what, caps: Capabilities, nan_mode=None, tuning: Tuning | Tunings = Tuning(), command: str = "explain"):
+    """(descriptor, NaN mode, schedule) of ``what`` (any form ``explain`` takes) on ``caps``:
+    what ``explain`` prints and ``export`` exports. ``nan_mode`` overrides the one the call
+    implies; ``command`` is what a refusal of too many pieces names."""
+    desc, implied = _describe(what)
+    mode = NanMode.parse(nan_mode if nan_mode is not None else implied or NanMode.IGNORE, "nan_mode")
+    _check_capabilities(caps)
     red = lower(desc)
-    tuning_line = _tuning_line(red, caps, tuning)
     pieces = piece_count(red, caps)
     if pieces > MAX_PIECES:
         raise DescriptorError(
             f"the schedule for these limits (storage binding {caps.max_storage_binding} B, buffer {caps.max_buffer} B) "
-            f"has {pieces} pieces or more, but explain plans at most {MAX_PIECES}; raise the limits")
-    return explain_schedule(desc, schedule(red, caps, mode, tuning), caps, mode, source, tuning_line)
+            f"has {pieces} pieces or more, but {command} plans at most {MAX_PIECES}; raise the limits")
+    return desc, mode, schedule(red, caps, mode, tuning)
 
 
 def _tuning_line(red, caps: Capabilities, tuning: Tuning | Tunings) -> str:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import layout
-from .binding import BindingProperties, BindingTable, bases, check_apart, checked_bindings, clears, named, tensor_needs
+from . import layout, wgsl
+from .binding import BindingProperties, BindingTable, bases, check_apart, clears, named, tensor_needs
 from .caches import LruCache
 from .desc import TensorDesc, lower
 from .errors import DataError
@@ -28,7 +28,6 @@ from .runtime.recorder import check_encoder, clear_now, record
 from .runtime.runner import Runner
 from .tensor import Tensor, check_layout
 from .types import NanMode
-from .wgsl import params_words, shader_sources
 
 if TYPE_CHECKING:
     from .device import Device
@@ -51,7 +50,7 @@ class Program:
         self.sources: list[str] = []
         # per piece: its window of the input and output (None: the scratch), and its passes
         self.pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in sched.pieces]
-        scratch = self.scratch_bytes = max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])
+        scratch = self.scratch_bytes = sched.scratch_bytes
         self.scratch = runner.memory.storage(scratch) if scratch else None
         # Words a racing plan's first pass keeps between dispatches (zeroed here, since a
         # pooled buffer holds what it held; each dispatch leaves them zero): binding 3.
@@ -68,17 +67,11 @@ class Program:
 
     def _passes(self, p: Plan) -> list:
         """(pipeline, WGSL, parameters, grid, reads partial pairs, writes partial pairs, races) per pass."""
-        runner = self.runner
-        sources = shader_sources(p)
-        self.sources += sources
-        grids = ([p.grid] if p.kernel else []) + ([p.merge_grid] if p.merge_kernel and p.merge_grid else [])
-        passes = []
-        for i, (source, grid) in enumerate(zip(sources, grids)):
-            merging = not p.kernel or i == 1
-            writes_pairs = not merging and (p.partials_only or (p.split > 1 and not p.race))
-            passes.append((runner.programs.pipeline(source), source, runner.programs.uniform(params_words(p, grid, merging)),
-                           grid, merging, writes_pairs, p.race and not merging))
-        return passes
+        programs = self.runner.programs
+        passes = wgsl.passes(p)
+        self.sources += [s.source for s in passes]
+        return [(programs.pipeline(s.source), s.source, programs.uniform(s.params), s.grid, s.merging, s.writes_pairs,
+                 s.races) for s in passes]
 
     def steps(self, input: Tensor, output: Tensor) -> list:
         """Per piece, its passes bound to its windows of the input and output (and the scratch
@@ -96,7 +89,7 @@ class Program:
         key = (tuple(input._buffers), input._where, tuple(output._buffers), output._where)
         bound = self._steps.get(key)
         if bound is None:
-            bound = self.bound(_tensor_bases(input, False), _tensor_bases(output, True), key=key)
+            bound = self.bound(_tensor_bases(input), _tensor_bases(output), key=key)
         return bound
 
     def bound(self, inputs: tuple, outputs: tuple, temporary: tuple | None = None, key=None) -> tuple:
@@ -133,7 +126,7 @@ class Program:
                 # one buffer read and written (programs.py says how)
                 shared = read is not None and written is not None and read[0] is written[0]
                 if shared:
-                    pipeline = programs.pipeline(source, shared=True)
+                    pipeline = programs.pipeline(wgsl.writable_input(source), shared=True)
                 steps.append((pipeline, programs.bind(params, read, written, self.race if races else None, shared), grid))
             by_piece.append(steps)
         return by_piece
@@ -145,11 +138,11 @@ class Program:
                 setattr(self, kept, None)
 
 
-def _tensor_bases(tensor: Tensor, output: bool) -> tuple:
+def _tensor_bases(tensor: Tensor) -> tuple:
     """(buffer, offset, end) of each of a tensor's buffers, as ``binding.bases`` gives them."""
     if tensor._where is None:
         return tuple((buffer, 0, buffer.size) for buffer in tensor._buffers)
-    return bases(tensor._bindings(), output)
+    return bases(tensor._bindings())
 
 
 class CompiledOperator:
@@ -192,9 +185,10 @@ class CompiledOperator:
 
     @property
     def binding_properties(self) -> BindingProperties:
-        """DirectML's ``GetBindingProperties``: the bytes of the temporary resource a recorded
-        dispatch needs bound (the scratch of a split's partial pairs; 0 where it has none) and of
-        the persistent resource (0)."""
+        """DirectML's ``GetBindingProperties``: the least bytes of the temporary resource a
+        recorded dispatch needs bound (the scratch of a split's partial pairs; 0 where it has
+        none) and of the persistent resource (0). Input and output bindings need their tensors'
+        ``total_tensor_size_in_bytes`` and no more."""
         return BindingProperties(self._program.scratch_bytes, 0)
 
     def binding_table(self, input=None, output=None, temporary=None, persistent=None) -> BindingTable:
@@ -233,12 +227,19 @@ class CompiledOperator:
         runner.flush()
         record(encoder, output_clears if self._clears else (), steps)
 
+    def export(self, limits=None) -> str:
+        """This operator as a standalone WebGPU program for a web page (``dmlgpu.export``): an
+        ES module with its WGSL, its plan as data and a small runner, planned with the tuning
+        this operator was planned with, for a browser's ``limits`` (WebGPU's names; WebGPU's
+        defaults where not given), not for this device's adapter."""
+        from .exporter import export
+
+        return export(self.desc, limits=limits, nan_mode=self.nan_mode, tuning=self.tuning)
+
     def _check_wrapped(self, input: Tensor, output: Tensor) -> None:
-        """A tensor over the caller's buffers (``Device.wrap``) as an input must hold its last
-        quad, and input and output must lie apart: as a binding table checks them."""
+        """Input and output, one of them over the caller's buffers (``Device.wrap``), must lie
+        apart, as a binding table checks them."""
         ins, outs = input._bindings(), output._bindings()
-        if input._where is not None:
-            checked_bindings("input", ins, self.input_desc, self.input_spans, self.device, reads=True)
         check_apart(named("input", ins, tensor_needs(self.input_desc, self.input_spans))
                     + named("output", outs, tensor_needs(self.output_desc, self.output_spans)))
 

@@ -63,6 +63,12 @@ class Schedule:
     partial_bytes: int = 0
 
     @property
+    def scratch_bytes(self) -> int:
+        """The scratch a dispatch needs between first passes and their merges: the schedule's
+        pairs across pieces, or a plan's own split's (DirectML's temporary resource)."""
+        return max([self.partial_bytes] + [p.plan.partial_bytes for p in self.pieces])
+
+    @property
     def merges(self) -> int:
         return sum(p.input is None for p in self.pieces)
 

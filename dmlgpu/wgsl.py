@@ -4,11 +4,13 @@ A shader is a list of ``const`` declarations followed by readable .wgsl files:
 ``common`` (parameters, addressing, the tie rule), a key module (how an element's bits
 become an order-preserving key), a loader (how elements are read), a store module
 (what is written) and the kernel. Templates receive finished values only; every decision was made by the planner.
-Also packs the uniform parameters whose layout ``common.wgsl`` declares.
+Also packs the uniform parameters whose layout ``common.wgsl`` declares, and says what each
+pass of a plan binds (``passes``): what the runner and ``export.py`` dispatch.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from importlib import resources
@@ -41,14 +43,18 @@ def _key_parts(plan: Plan) -> tuple[list[str], dict]:
     """The key modules for the input type, and the constants they and the loader read."""
     t = plan.input_type
     consts: dict[str, int | bool] = {"MINIMIZE": plan.op == "argmin"}
+    nan_propagate = plan.nan_mode is NanMode.PROPAGATE
     if t.size == 8:
-        consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
-        return ["key_int64_native" if plan.int64 else "key_int64_words"], consts
+        if t.is_float:
+            consts["NAN_PROPAGATE"] = nan_propagate
+        else:
+            consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
+        return ["key_u64" if plan.int64 else "key_u64_words", "key_float64" if t.is_float else "key_int64"], consts
     consts["BITS"] = t.size * 8
     consts["NO_KEYS"] = plan.no_keys
     if t.is_float:
         sign, magnitude, inf = _FLOAT_BITS[t]
-        consts.update(F_SIGN=sign, F_ABS=magnitude, F_INF=inf, NAN_PROPAGATE=plan.nan_mode is NanMode.PROPAGATE)
+        consts.update(F_SIGN=sign, F_ABS=magnitude, F_INF=inf, NAN_PROPAGATE=nan_propagate)
         return ["key_u32", "key_float"], consts
     consts["SIGN_FLIP"] = 1 << (t.size * 8 - 1) if t in _SIGNED else 0
     return ["key_u32", "key_int"], consts
@@ -57,7 +63,7 @@ def _key_parts(plan: Plan) -> tuple[list[str], dict]:
 def _store_part(plan: Plan) -> str:
     """The module that writes the operator's result."""
     if plan.op == "hardmax":
-        return "store_one_f16" if plan.output_type is DataType.FLOAT16 else "store_one_f32"
+        return {DataType.FLOAT16: "store_one_f16", DataType.FLOAT64: "store_one_f64"}.get(plan.output_type, "store_one_f32")
     return "store_index64" if plan.output_type.size == 8 else "store_index32"
 
 
@@ -93,7 +99,8 @@ def shader_sources(plan: Plan) -> list[str]:
             stores = ["store_partial"]
         else:
             stores = [_store_part(plan), "store_direct"]
-        source = ["src_quads_wide" if plan.wide_loads else "src_quads"] if plan.loader == "load_quads" else []
+        quads = plan.loader in ("load_quads", "load_pair_quads")
+        source = ["src_quads_wide" if plan.wide_loads else "src_quads"] if quads else []
         passes.append(["common", *keys, *source, plan.loader, "fold", *stores, plan.kernel])
     if plan.merge_kernel:
         passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
@@ -101,10 +108,29 @@ def shader_sources(plan: Plan) -> list[str]:
     for parts in passes:  # kernels whose threads cooperate merge within segments
         if parts[-1] in ("reduce_segments", "reduce_rows", "merge_partials_workgroup"):
             parts[-1:-1] = cooperation
-        if parts[-1] == "reduce_segments":
-            parts[-1:-1] = ["walk_batched" if plan.batch else "walk_strided"]
+        if parts[-1] == "reduce_segments":  # 64-bit quads: their own walk (two loads, their skip test)
+            walk = "walk_pairs" if plan.loader == "load_pair_quads" else "walk_batched" if plan.batch else "walk_strided"
+            parts[-1:-1] = [walk]
     texts = [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
     return [unroll(text) for text in texts] if plan.unroll else texts
+
+
+_READ_INPUT = "@group(0) @binding(1) var<storage, read> "
+#: The modules that bind the input as quads, and again as words (binding 4).
+QUAD_SOURCES = ("src_quads", "src_quads_wide")
+
+
+def writable_input(source: str) -> str:
+    """A pass's WGSL for the shared layout (``runtime/programs.py``: its input in a buffer the
+    pass writes), its input declared ``read_write`` and bound once: a pass that reads quads
+    takes ``src_words.wgsl`` in place of ``src_quads*.wgsl``, whose second binding of the
+    input (binding 4) would overlap the first, which WebGPU refuses of writable bindings."""
+    for name in QUAD_SOURCES:
+        if template(name) in source:
+            return source.replace(template(name), template("src_words"))
+    if source.count(_READ_INPUT) != 1:
+        raise ValueError("a pass's WGSL declares its input once, as " + repr(_READ_INPUT.strip()))
+    return source.replace(_READ_INPUT, "@group(0) @binding(1) var<storage, read_write> ")
 
 
 _CONST = re.compile(r"^const (\w+)(?:: u32)? = ([^;]+);", re.MULTILINE)
@@ -132,6 +158,7 @@ _UNROLL = re.compile(r"for \(var (\w+) = 0u; \1 < (\w+); \1\+\+\) \{ // unroll\n
 UNROLL_MAX = 16
 
 
+@functools.lru_cache(maxsize=64)  # the pieces of a schedule, and the plans that differ only in sizes, share texts
 def unroll(text: str) -> str:
     """Loops marked ``// unroll`` (``for (var k = 0u; k < N; k++) { // unroll``, N a constant
     the text declares), written out as N blocks each with its own ``const k``: indices into a
@@ -185,3 +212,26 @@ def params_words(plan: Plan, grid: tuple[int, int, int], merge_pass: bool = Fals
     put(5, [d.out_stride for d in plan.reduced])
     put(6, [d.index_stride for d in plan.reduced])
     return words
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Pass:
+    """One compute pass of a plan: its WGSL, its grid, its parameters, and what it binds."""
+
+    source: str
+    grid: tuple[int, int, int]
+    params: np.ndarray  # the uniform Params words (params_words)
+    merging: bool  # reads the partial pairs (the scratch) in place of the input
+    writes_pairs: bool  # writes partial pairs to the scratch in place of the output
+    races: bool  # binds the race words (binding 3)
+
+
+def passes(plan: Plan) -> list[Pass]:
+    """The passes of a plan in order: the first pass (if the plan has one) and its merge (if any)."""
+    grids = ([plan.grid] if plan.kernel else []) + ([plan.merge_grid] if plan.merge_kernel and plan.merge_grid else [])
+    out = []
+    for i, (source, grid) in enumerate(zip(shader_sources(plan), grids)):
+        merging = not plan.kernel or i == 1
+        writes_pairs = not merging and (plan.partials_only or (plan.split > 1 and not plan.race))
+        out.append(Pass(source, grid, params_words(plan, grid, merging), merging, writes_pairs, plan.race and not merging))
+    return out

@@ -4,8 +4,9 @@
 # platform tag (auditwheel show, on Linux); the wheel installed into a fresh venv and the suite
 # run against it from outside the checkout, so that the checkout cannot be imported by
 # accident; then the same with a wheel built without the hot loop (DMLGPU_BUILD_HOT=0), whose
-# suite runs on wgpu-py's public path and checks the warning that says why. Arguments go to
-# pytest (e.g. -q).
+# suite runs on wgpu-py's public path and checks the warning that says why. The browser test
+# runs 64 exported cases against each wheel (it ships the modules' runner), the checkout's run
+# its 512. Arguments go to pytest (e.g. -q).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo="$(pwd -P)"
@@ -33,5 +34,5 @@ assert (library_path()[0] is None) == (kind == "nohot"), library_path()
 print("[wheel_test] dmlgpu", dmlgpu.__version__, "from", os.path.dirname(dmlgpu.__file__), "hot loop:", library_path())
 PY
   )
-  (cd "$work" && "$work/venv-$kind/bin/python" -m pytest -p no:cacheprovider "$repo/tests" "$@")
+  (cd "$work" && DMLGPU_BROWSER_CASES=64 "$work/venv-$kind/bin/python" -m pytest -p no:cacheprovider "$repo/tests" "$@")
 done
