@@ -166,6 +166,36 @@ def test_bare_round_trips_run_from_python_and_from_c_on_several_threads():
     assert np.array_equal(argmax(x, 1, device=default_device()), [[3], [3], [3]])
 
 
+def test_a_c_call_that_waits_for_the_gpu_lets_other_python_threads_run():
+    """cffi lets go of the interpreter's lock for every C call of ours: while one thread waits
+    in C for the GPU (its round trips' polls, as ``dml_wait``'s), another thread's Python runs
+    throughout, not only before and after."""
+    import threading
+    import time
+
+    from dmlgpu.bench.gpu_timers import bare_round_trips
+
+    runner = default_device().runner
+    if runner.path.name != "native":
+        return
+    window: list = []
+
+    def in_c() -> None:
+        began = time.perf_counter()
+        bare_round_trips(runner, 300, in_c=True)
+        window.extend((began, time.perf_counter()))
+
+    worker = threading.Thread(target=in_c)
+    ticks = []
+    worker.start()
+    while worker.is_alive():
+        ticks.append(time.perf_counter())
+    worker.join()
+    began, ended = window
+    inside = [t for t in ticks if began + 0.25 * (ended - began) < t < ended - 0.25 * (ended - began)]
+    assert ended - began > 0.01 and len(inside) > 100
+
+
 def test_bench_transfer_cases_run_and_check_their_answers(tmp_path, capsys):
     path = tmp_path / "transfers.json"
     rc = cli.main(["bench", "--quick", "--case", "numpy_512k", "--case", "hardmax_np", "--case", "resident_loop",
