@@ -15,7 +15,7 @@ from .errors import AdapterError, DescriptorError
 GRID = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
 CUBE = np.array([[[12, 0], [-101, 11]], [[3, 234], [0, -101]]], np.float32)
 
-#: SPEC.md section 5: (operator, input, axes, keyword arguments).
+#: The worked examples of docs/semantics.md#worked-examples: (operator, input, axes, keyword arguments).
 EXAMPLES = [
     ("argmax", GRID, (0,), {}),
     ("argmax", GRID, (1,), {}),
@@ -38,7 +38,7 @@ def _compact(a: np.ndarray) -> str:
 
 
 def demo(device) -> int:
-    """Run SPEC.md's worked examples; 0 when every one matches the oracle."""
+    """Run the worked examples of docs/semantics.md; 0 when every one matches the oracle."""
     import dmlgpu
 
     print(f"adapter: {device.name} ({device.runner.backend})")
@@ -237,7 +237,7 @@ def _parser() -> argparse.ArgumentParser:
                                           "'dmlgpu info' lists (default: DMLGPU_ADAPTER, else the "
                                           "high-performance adapter)")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="run SPEC.md's worked examples against the oracle")
+    sub.add_parser("demo", help="run the worked examples of docs/semantics.md against the oracle")
     p_info = sub.add_parser("info", help="list the adapters with their limits and features, and the feature "
                                          "levels with the operators and types each has")
     p_info.add_argument("--json", action="store_true", help="print JSON")

@@ -1,4 +1,4 @@
-"""The NumPy reference for ARGMAX, ARGMIN and HARDMAX (SPEC.md sections 2-4).
+"""The NumPy reference for ARGMAX, ARGMIN and HARDMAX (docs/semantics.md: the rule).
 
 GPU results are held to this module bit for bit. It reads the same descriptors as the
 rest of the library (through ``ArgReduction``) and never imports wgpu.
@@ -86,14 +86,15 @@ def _column_index(
 
 
 def _candidates(columns: np.ndarray, want_max: bool, mode: NanMode) -> np.ndarray:
-    """Boolean mask of the positions tied for the extreme of each column, per SPEC.md section 2."""
+    """Boolean mask of the positions tied for the extreme of each column, per
+    docs/semantics.md#index-ties-floats-nan-integers."""
     reduce = np.fmax if want_max else np.fmin  # both leave NaN out unless a column is all NaN
     extreme = reduce.reduce(columns, axis=0, keepdims=True)
     candidates = columns == extreme  # NaN equals nothing, so it is never a candidate here
     if mode is NanMode.PROPAGATE and columns.dtype.kind == "f":
         nan = np.isnan(columns)
         candidates = np.where(nan.any(axis=0, keepdims=True), nan, candidates)
-    # An all-NaN slice has no candidate under "ignore": all its positions tie (SPEC.md 2).
+    # An all-NaN slice has no candidate under "ignore": all its positions tie (docs/semantics.md).
     return candidates | ~candidates.any(axis=0, keepdims=True)
 
 
@@ -111,7 +112,7 @@ def order_keys(values: np.ndarray, *, want_max: bool, nan_mode: Union[str, NanMo
     """Order-preserving uint64 keys of ``values``: the larger key is the better candidate.
 
     ``want_max`` (ARGMAX, HARDMAX) keeps the values' order, ``want_max=False`` (ARGMIN)
-    reverses it. Equal keys are exactly the ties of SPEC.md section 2: integers map one to
+    reverses it. Equal keys are exactly the ties of docs/semantics.md: integers map one to
     one (64-bit included), ``-0.0`` and ``+0.0`` share a key, every NaN gets one key, the
     lowest under ``nan_mode="ignore"`` and the highest under ``"propagate"``. So picking the
     largest key, then the smallest index (INCREASING) or the largest (DECREASING) among
@@ -130,7 +131,8 @@ def order_keys(values: np.ndarray, *, want_max: bool, nan_mode: Union[str, NanMo
         u ^= np.uint64(1 << (bits - 1))  # two's complement to offset binary: order kept
         return u if want_max else ~u
     if kind != "f" or bits > 32:
-        raise TypeError(f"values have dtype {values.dtype}, but order_keys takes the ten input types of SPEC.md")
+        raise TypeError(f"values have dtype {values.dtype}, but order_keys takes the ten input types "
+                        f"of docs/semantics.md")
     sign = np.uint64(1 << (bits - 1))
     u = np.where(values == 0, np.uint64(0), u)  # -0.0 takes +0.0's bits
     ordered = np.where(u & sign, ~u & np.uint64((1 << bits) - 1), u | sign)  # in [0, 2**bits)

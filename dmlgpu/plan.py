@@ -251,7 +251,7 @@ def merge_dims(dims: list[Dim]) -> tuple[Dim, ...]:
 
 def row_major_index_strides(red: ArgReduction) -> dict[int, int]:
     """What a step of each reduced axis adds to the reported index: row-major over the
-    reduced axes in ascending order (SPEC.md)."""
+    reduced axes in ascending order (docs/semantics.md#index-ties-floats-nan-integers)."""
     sizes = red.input.sizes
     return {a: math.prod(sizes[b] for b in red.axes if b > a) for a in red.axes}
 

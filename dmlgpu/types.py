@@ -124,7 +124,7 @@ class ReduceFunction(_Parsable):
 
 
 class NanMode(_Parsable):
-    """What a NaN does (SPEC.md section 2). Not a DirectML field: a library option."""
+    """What a NaN does (docs/semantics.md#index-ties-floats-nan-integers). Not a DirectML field: a library option."""
 
     IGNORE = "ignore"  # DirectML: a NaN is never the extreme while a number is present
     PROPAGATE = "propagate"  # NumPy: the first (or last) NaN is the extreme

@@ -1,6 +1,6 @@
 """Randomized bad input through ``dmlgpu.numpy`` and ``dmlgpu.dask``: thousands of calls each.
 
-``dmlgpu.numpy`` promises NumPy's behaviour (SPEC.md section 7), so every call is made by
+``dmlgpu.numpy`` promises NumPy's behaviour (docs/semantics.md#numpy-shaped-surfaces), so every call is made by
 NumPy too and the two must agree: the same exception class, or the same value, result type,
 dtype and shape (and the same ``out``). Inputs NumPy takes but DirectML's types do not
 (float64, strings, objects...) must raise ``TypeError``. ``dmlgpu.dask`` promises

@@ -1,4 +1,4 @@
-"""The NumPy oracle against SPEC.md's worked examples, NumPy itself and hand-made edge cases."""
+"""The NumPy oracle against the worked examples of docs/semantics.md, NumPy itself and hand-made edge cases."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def last_index(x: np.ndarray, axis: int, numpy_arg) -> np.ndarray:
     return x.shape[axis] - 1 - flipped
 
 
-# --- SPEC.md section 5 ------------------------------------------------------------------
+# --- docs/semantics.md#worked-examples ---------------------------------------------------
 
 SPEC_3X3 = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
 
