@@ -231,7 +231,8 @@ def _check_bench(args) -> None:
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="dmlgpu", description=__doc__)
+    # The module's docstring, without its reStructuredText marks: a terminal shows them as typed.
+    parser = argparse.ArgumentParser(prog="dmlgpu", description=(__doc__ or "").replace("``", ""))
     parser.add_argument("--version", action="version", version=f"dmlgpu {__version__}")
     parser.add_argument("--adapter", help="a substring of the adapter's name, or '#N' for the Nth adapter "
                                           "'dmlgpu info' lists (default: DMLGPU_ADAPTER, else the "
@@ -264,6 +265,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # (a closed pipe shows here, not at exit)
+        return status
+    except BrokenPipeError:
+        # The reader of the output went away (``dmlgpu info | head``): stop quietly, as a command
+        # that SIGPIPE ends does, and keep Python's flush at exit from reporting it again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # 128 + SIGPIPE, the status a shell reports for a command SIGPIPE ended
+
+
+def _main(argv) -> int:
     args = _parser().parse_args(argv)
     try:
         _check_adapter(args.adapter)

@@ -89,7 +89,12 @@ class DataType(_Parsable):
                 if np.dtype(member.value) == dt.newbyteorder("="):
                     return member
         supported = ", ".join(m.value for m in cls)
-        raise TypeError(f"{field} is {dt}, but it must be one of {supported}") from None
+        hint = ""
+        if dt.kind == "f":
+            hint = " (cast with .astype(np.float32))"
+        elif dt.kind == "b":
+            hint = " (cast with .astype(np.uint8); dmlgpu.numpy's functions take bool as it is)"
+        raise TypeError(f"{field} is {dt}, but it must be one of DirectML's types {supported}{hint}") from None
 
 
 class TensorFlags(_Parsable):

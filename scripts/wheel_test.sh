@@ -34,7 +34,7 @@ fi
 .venv/bin/python scripts/check_wheel.py "$work"/dist/*.whl "$work"/dist/*.tar.gz
 .venv/bin/python scripts/check_wheel.py "$work"/nohot/*.whl --no-hot
 .venv/bin/twine check --strict "$work"/dist/*
-WHEEL_TESTS=(test_paths.py test_transfers.py test_binding.py test_hardening.py test_bench.py
+WHEEL_TESTS=(test_paths.py test_transfers.py test_binding.py test_hardening.py test_bench.py test_front_page.py
              test_explain.py test_numpy.py "test_gpu.py::test_spec_examples" "test_gpu.py::test_spec_ties"
              "test_gpu.py::test_matrix" "test_gpu.py::test_every_kernel_against_oracle"
              "test_gpu.py::test_pieces_against_oracle" "test_gpu.py::test_resident_chain"
