@@ -110,7 +110,7 @@ class Tuning:
     #: Loops marked ``// unroll`` in the templates are written out (wgsl.unroll; off: loops).
     unroll: bool = True
     #: An experiment, never a default: keys are the elements' raw bits (answers are wrong), so
-    #: that a kernel timed with it bounds what its key work costs (docs/performance.md).
+    #: that a kernel timed with it bounds what its key work costs (benchmarks/LOG.md).
     bound_no_keys: bool = False
 
 
