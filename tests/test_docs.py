@@ -313,7 +313,7 @@ def _cli_help() -> str:
 
 def test_every_path_the_docs_docstrings_and_help_cite_exists():
     names = _tracked_names()
-    pages = [README, ROOT / "CHANGELOG.md"] + sorted(DOCS.rglob("*.md"))
+    pages = [README, ROOT / "CHANGELOG.md"] + sorted(DOCS.rglob("*.md")) + sorted((ROOT / "benchmarks").rglob("*.md"))
     missing = [f"{page.relative_to(ROOT)}: {m}" for page in pages if page not in HISTORY
                for m in _cited_missing(page.read_text(), page, names)]
     missing += [f"{module.relative_to(ROOT)}: {m}" for module in sorted(PACKAGE.rglob("*.py"))

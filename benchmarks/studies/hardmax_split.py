@@ -1,6 +1,6 @@
 """What bounds HARDMAX over rows: its write and its read, each timed alone, beside it.
 
-    python benchmarks/hardmax_split.py
+    python benchmarks/studies/hardmax_split.py
 
 On the default adapter, in one process, interleaved over five rounds (median GPU time of
 five runs each, from timestamp queries), for the full suite's ``hardmax_rows`` input:

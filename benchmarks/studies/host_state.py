@@ -1,6 +1,6 @@
 """Small calls as the process changes state: which part of a call moves, and why.
 
-    python benchmarks/host_state.py [STATE,STATE,...] [--calls 1000]
+    python benchmarks/studies/host_state.py [STATE,STATE,...] [--calls 1000]
 
 In one process, a (1, 151936) FLOAT32 argmax is timed in each state in turn, after the step
 that makes it (default: fresh,big,free,trim,sleep,torch,cupy,threads,fresh):

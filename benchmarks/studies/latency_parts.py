@@ -1,6 +1,6 @@
 """Where a small call's time goes: waiting for the GPU, or host work (Python, cffi, wgpu-native).
 
-    python benchmarks/latency_parts.py [--calls 1000] [--rows 1] [--width 151936]
+    python benchmarks/studies/latency_parts.py [--calls 1000] [--rows 1] [--width 151936]
 
 On the default adapter, in one process, after warm-up, each of these is called ``--calls``
 times, interleaved in rounds: the wgpu-native bound (``dmlgpu.bench.gpu_timers.bare_round_trips``: one

@@ -1,7 +1,7 @@
 """Which part of ``np.asarray(dmlgpu.numpy.argmax(t))`` costs over ``argmax(t).numpy()``: the
 doors to one small call (llm_argmax's shape), interleaved in one process, p50/p99 of 3,000 each.
 
-    python benchmarks/numpy_doors.py
+    python benchmarks/studies/numpy_doors.py
 """
 
 import time

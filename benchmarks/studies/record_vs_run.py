@@ -1,7 +1,7 @@
 """Recording into your own encoder against dmlgpu's own path, in one process.
 
-    python benchmarks/record_vs_run.py           # on the GPU machine
-    python benchmarks/record_vs_run.py --small   # small shapes, a few hundred calls (lavapipe)
+    python benchmarks/studies/record_vs_run.py           # on the GPU machine
+    python benchmarks/studies/record_vs_run.py --small   # small shapes, a few hundred calls (lavapipe)
 
 The device is yours (``Device.from_wgpu`` on a wgpu device this script requests as an
 application would: the adapter's binding and buffer limits, dmlgpu's optional features where

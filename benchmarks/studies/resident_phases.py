@@ -4,7 +4,7 @@ users write it (``argmax(t, 1).numpy()``), the same with ``release()``, and the 
 then with outputs in plain storage (``in_place`` off). A diagnosis, not a benchmark: the
 wrappers add their own time.
 
-    python benchmarks/resident_phases.py
+    python benchmarks/studies/resident_phases.py
 """
 
 from __future__ import annotations

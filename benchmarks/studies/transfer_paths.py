@@ -1,6 +1,6 @@
 """How fast bytes can move between a NumPy array and the GPU on this machine, path by path.
 
-    python benchmarks/transfer_paths.py [--mib 1024] [--json out.json]
+    python benchmarks/studies/transfer_paths.py [--mib 1024] [--json out.json]
 
 Times, on the default adapter and in one process, every way wgpu offers to move a NumPy
 array's bytes to a GPU buffer and back, so that dmlgpu's own transfer path can be set
