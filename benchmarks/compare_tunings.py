@@ -3,7 +3,8 @@
     python benchmarks/compare_tunings.py [cases=rows,rows_64] "loads_per_thread=1" "subgroups=0" ...
 
 Each argument is a set of ``dmlgpu.plan.Tuning`` fields (comma-separated ``name=value``; an empty
-string is the default tuning); ``cases=`` limits the run to those cases of the full suite. Every variant gets its own ``Device``; per case, five rounds time
+string is the default tuning), for every case, or for one case only when written ``CASE:fields``
+(``cols:columns_unroll=4``); ``cases=`` limits the run to those cases of the full suite. Every variant gets its own ``Device``; per case, five rounds time
 each variant, the ceiling and torch (when importable) in turn, and the medians are printed as
 GB/s, or for latency cases (``llm_argmax``) as microseconds of GPU time (no ceiling). Runs between machine starts differ by up to 20% (benchmarks/LOG.md): only compare
 figures from one run.
@@ -41,12 +42,18 @@ def torch_timer(x: np.ndarray, case):
 def main(specs: list[str]) -> None:
     wanted = [s[len("cases="):].split(",") for s in specs if s.startswith("cases=")]
     specs = [s for s in specs if not s.startswith("cases=")] or [""]
-    devices = {spec or "default": dmlgpu.Device(tuning=parse(spec)) for spec in specs}
-    first = next(iter(devices.values()))
+    per_case: dict[str, list[str]] = {}
+    for spec in specs:
+        case, _, fields = spec.rpartition(":")
+        per_case.setdefault(case, []).append(fields)
+    devices = {spec or "default": dmlgpu.Device(tuning=parse(spec)) for spec in dict.fromkeys(
+        fields for fields_list in per_case.values() for fields in fields_list)}
+    first = devices.get("default") or next(iter(devices.values()))
     rng = np.random.default_rng(0)
     warm_up(first.runner, 256 << 20, 1.5)
     print(f"{first.name}; GB/s (latency cases: us of GPU time), median of 5 interleaved rounds")
-    print(f"{'case':14} " + " ".join(f"{name:>18}" for name in devices) + "   ceiling     torch")
+    if not set(per_case) - {""}:
+        print(f"{'case':14} " + " ".join(f"{name:>18}" for name in devices) + "   ceiling     torch")
     for case in load_suite("full").cases:
         if wanted and case.name not in wanted[0]:
             continue
@@ -56,7 +63,12 @@ def main(specs: list[str]) -> None:
             continue
         x = host_data(case, rng)
         runs = {}
-        for name, device in devices.items():
+        wanted_specs = per_case.get("", []) + per_case.get(case.name, [])
+        if not wanted_specs:
+            continue
+        if set(per_case) - {""}:
+            print(f"{case.name:14} " + " ".join(f"{spec or 'default':>18}" for spec in wanted_specs) + "   ceiling     torch")
+        for name, device in ((spec or "default", devices[spec or "default"]) for spec in wanted_specs):
             compiled = device.compile(case.descriptor())
             source, result = device.upload(x, compiled.input_desc), device.empty(compiled.output_desc)
             operator_gpu_times(compiled, source, result, 2)

@@ -12,12 +12,14 @@ from .desc import (
     operator_from_json,
 )
 from .tensor_desc import TensorDesc, calc_buffer_tensor_size
-from .errors import AdapterError, DataError, DescriptorError, ModelError, DeviceLostError, GPUMemoryError
+from .errors import (AdapterError, DataError, DescriptorError, ModelError, DeviceLostError, GPUMemoryError,
+                     SoftwareAdapterWarning)
 from .types import AxisDirection, DataType, FeatureLevel, NanMode, ReduceFunction, TensorFlags
 
 __version__ = "0.2.0"
 
-_LAZY = {"configure": "runtime.hot", "explain": "explainer", "argmax": "api", "argmin": "api", "hardmax": "api",
+_LAZY = {"configure": "runtime.hot", "explain": "explainer", "export": "exporter",
+         "argmax": "api", "argmin": "api", "hardmax": "api",
          "Device": "device", "Tensor": "tensor", "CompiledOperator": "operator", "default_device": "device",
          "BufferBinding": "binding", "BindingProperties": "binding", "BindingTable": "binding"}
 
@@ -34,10 +36,12 @@ def __getattr__(name):
 
 
 __all__ = [
-    "configure", "argmax", "argmin", "hardmax", "explain", "Device", "Tensor", "CompiledOperator", "default_device",
+    "configure", "argmax", "argmin", "hardmax", "explain", "export",
+    "Device", "Tensor", "CompiledOperator", "default_device",
     "BufferBinding", "BindingProperties", "BindingTable",
     "TensorDesc", "ArgMaxOperatorDesc", "ArgMinOperatorDesc", "ActivationHardmax1OperatorDesc",
     "ActivationHardmaxOperatorDesc", "ReduceOperatorDesc", "calc_buffer_tensor_size", "operator_from_json",
     "DataType", "AxisDirection", "TensorFlags", "ReduceFunction", "FeatureLevel", "NanMode",
     "DescriptorError", "DataError", "AdapterError", "ModelError", "DeviceLostError", "GPUMemoryError",
+    "SoftwareAdapterWarning",
 ]

@@ -1,4 +1,4 @@
-"""The ``dmlgpu`` command: ``demo``, ``info``, ``bench`` and ``explain``."""
+"""The ``dmlgpu`` command: ``demo``, ``info``, ``bench``, ``explain``, ``export`` and ``tune``."""
 
 from __future__ import annotations
 
@@ -171,6 +171,50 @@ def explain_command(args) -> int:
     return 0
 
 
+def _read_limits(text: str | None):
+    """``--limits``: a JSON object, inline or in a ``.json`` file; None where not given."""
+    if text is None:
+        return None
+    if text.lower().endswith(".json"):
+        if not os.path.isfile(text):
+            raise _Refused(f"--limits is {text!r}, which names no file (a .json value is read as a file of limits)")
+        with open(text, "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
+    try:
+        limits = json.loads(text)
+    except ValueError as err:
+        raise _Refused(f"--limits is not JSON ({_one_line(err)}); it must be an object like "
+                       f"'{{\"maxStorageBufferBindingSize\": 1073741824}}', or a .json file of one") from None
+    if not isinstance(limits, dict):
+        raise _Refused(f"--limits is JSON {type(limits).__name__}, but it must be an object of limit names")
+    return limits
+
+
+def export_command(args) -> int:
+    """``dmlgpu export``: the module for WebGPU's default limits, or ``--limits``; no adapter opens."""
+    from . import exporter
+
+    try:
+        what = _read_what(" ".join(args.what))
+        limits = _read_limits(args.limits)
+        _check_output_path("--output", args.output)
+        text = exporter.export(what, limits=limits, nan_mode=args.nan_mode, software=args.software)
+    except _Refused as err:
+        print(f"dmlgpu export: {err}", file=sys.stderr)
+        return 2
+    except (DescriptorError, TypeError, ValueError, OSError) as err:
+        print(f"dmlgpu export: {_one_line(err)}", file=sys.stderr)
+        return 2
+    if args.output is None:
+        print(text, end="")
+        return 0
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"dmlgpu export: {len(text.encode())} bytes written to {args.output}", file=sys.stderr)
+    return 0
+
+
 def _check_adapter(adapter: str | None) -> None:
     """``--adapter``: a substring of an adapter's name, or ``#`` and digits."""
     if adapter is None:
@@ -254,6 +298,28 @@ def _parser() -> argparse.ArgumentParser:
     p_explain.add_argument("--buffer", type=int, metavar="BYTES", help="the buffer size limit to plan for")
     p_explain.add_argument("--nan-mode", choices=["ignore", "propagate"],
                            help="default: propagate for a call, ignore for a descriptor")
+    p_export = sub.add_parser("export", help="the operator as a standalone WebGPU program: an ES module for a web page",
+                              description="Write an ES module that runs the operator in a web page on WebGPU: the "
+                                          "WGSL of each pass, the plan as data and a small runner that records the "
+                                          "passes into the page's command encoder (docs/export.md). WHAT is as for "
+                                          "explain. Planned for WebGPU's default limits unless --limits says others; "
+                                          "no adapter is opened.")
+    p_export.add_argument("what", nargs="+", help="JSON, a .json file, -, or a call (its words may be unquoted)")
+    p_export.add_argument("--limits", metavar="JSON", help="the target's limits: a JSON object of WebGPU limit names "
+                                                           "(as adapter.limits has them), inline or a .json file")
+    p_export.add_argument("--nan-mode", choices=["ignore", "propagate"],
+                          help="default: propagate for a call, ignore for a descriptor")
+    p_export.add_argument("--software", action="store_true",
+                          help="plan for an adapter that runs shaders on the CPU (isFallbackAdapter: SwiftShader, WARP)")
+    p_export.add_argument("-o", "--output", metavar="PATH", help="write the module here (default: standard output)")
+    p_tune = sub.add_parser("tune", help="choose the planner's tunings for this adapter now, by measuring them, "
+                                         "keep them in the cache and say why",
+                            description="Time each family of shapes under its candidate tunings on the adapter "
+                                        "(a probe each, interleaved rounds), keep the fastest in the tuning cache "
+                                        "(DMLGPU_CACHE_DIR), and print every time and choice. Devices otherwise "
+                                        "measure a family the first time they compile one (GPUs; DMLGPU_TUNE=0: never).")
+    p_tune.add_argument("--family", action="append", help="only families whose name contains this (repeatable), "
+                                                         "e.g. rows/32 or columns")
     p_bench = sub.add_parser("bench", help="time the operators beside the read ceiling (and torch, if present)")
     p_bench.add_argument("--quick", action="store_true", help="the short suite (small inputs; for lavapipe)")
     p_bench.add_argument("--case", action="append", help="run only cases whose name contains this (repeatable)")
@@ -286,11 +352,18 @@ def _main(argv) -> int:
             return info(getattr(args, "json", False) is True, levels=args.command == "info")
         if args.command == "explain":
             return explain_command(args)
+        if args.command == "export":
+            return export_command(args)
         from .device import Device
 
         device = Device(args.adapter)
         if args.command == "demo":
             return demo(device)
+        if args.command == "tune":
+            from .calibration import tune_lines
+
+            print("\n".join(tune_lines(device, args.family)))
+            return 0
         from . import bench
 
         return bench.main(device, args)

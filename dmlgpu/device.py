@@ -18,7 +18,9 @@ the caches are locked.
 
 from __future__ import annotations
 
+import os
 import threading
+import warnings
 
 import numpy as np
 
@@ -26,10 +28,12 @@ from . import layout
 from .binding import BufferBinding, checked_bindings
 from .caches import LruCache
 from .desc import TensorDesc, lower
-from .errors import GPUMemoryError
+from .errors import GPUMemoryError, SoftwareAdapterWarning
 from .operator import CompiledOperator
 from .pieces import buffer_spans
-from .plan import Tuning
+from .calibration import Calibration
+from .calibration import setting as calibration_setting
+from .plan import Tuning, Tunings
 from .runtime.adapters import adapter_summary
 from .runtime.programs import required_limits
 from .runtime.runner import Runner
@@ -64,19 +68,23 @@ class Device:
 
     def __init__(self, adapter: str | None = None, *, adapter_index: int | None = None,
                  feature_level=DEFAULT_FEATURE_LEVEL, int64: bool | None = None,
-                 tuning: Tuning = Tuning(), smaller: dict | None = None):
+                 tuning: Tuning | Tunings | None = None, smaller: dict | None = None):
         """``adapter``: a substring of the adapter's name, or ``"#N"`` (default:
         ``DMLGPU_ADAPTER``, else the high-performance adapter); ``adapter_index=N`` is
         ``"#N"``, the Nth adapter that ``dmlgpu info`` lists. ``int64=False`` forces the 32-bit-word path for
-        64-bit inputs even where the adapter has ``shader-int64``. ``tuning`` changes the
-        planner's thresholds and ``smaller`` lowers the adapter's binding and buffer limits
+        64-bit inputs even where the adapter has ``shader-int64``. ``tuning`` fixes the
+        planner's thresholds (by default they are chosen for this adapter: ``calibration.py``;
+        ``dmlgpu tune``), and ``smaller`` lowers the adapter's binding and buffer limits
         and the memory it may hold (``"memory"``: bytes): the tests use them to reach every
         kernel, the pieces path and memory exhaustion on small inputs."""
-        self._start(Runner(_adapter_spec(adapter, adapter_index), int64=int64, smaller=smaller),
-                    FeatureLevel.parse(feature_level, "feature_level"), tuning)
+        spec = _adapter_spec(adapter, adapter_index)
+        level, mode = FeatureLevel.parse(feature_level, "feature_level"), _tuning_mode(tuning)
+        self._start(Runner(spec, int64=int64, smaller=smaller), level, tuning, mode)
+        if spec is None and not os.environ.get("DMLGPU_ADAPTER"):
+            _notice_software(self)
 
     @classmethod
-    def from_wgpu(cls, gpu_device, *, feature_level=DEFAULT_FEATURE_LEVEL, tuning: Tuning = Tuning(),
+    def from_wgpu(cls, gpu_device, *, feature_level=DEFAULT_FEATURE_LEVEL, tuning: Tuning | Tunings | None = None,
                   int64: bool | None = None, smaller: dict | None = None) -> "Device":
         """A device on the caller's own ``wgpu.GPUDevice`` (e.g. ``wgpu.utils.get_default_device()``),
         as DirectML's IDMLDevice is made on the application's D3D12 device: its queue and
@@ -85,22 +93,25 @@ class Device:
 
         The device is used as it is: its limits are checked against what our passes need (an
         ``AdapterError`` names each one below, e.g. ``max-storage-buffers-per-shader-stage``, or
-        ``max-compute-workgroup-size-x`` below ``tuning.workgroup_size``), and the optional
+        ``max-compute-workgroup-size-x`` below the tuning's workgroup size), and the optional
         features dmlgpu can use (shader-int64, subgroup, timestamp-query,
         shader-int64-atomic-all-ops, mappable-primary-buffers) are used only where the caller
         enabled them; its binding and buffer limits decide where tensors are cut into pieces.
         ``close()`` gives back dmlgpu's own buffers and pipelines and leaves the caller's device
         working. ``int64`` and ``smaller`` as for ``Device``."""
         device = cls.__new__(cls)
-        level = FeatureLevel.parse(feature_level, "feature_level")
-        device._start(Runner(int64=int64, smaller=smaller, device=gpu_device, needs=required_limits(tuning.workgroup_size)),
-                      level, tuning)
+        level, mode = FeatureLevel.parse(feature_level, "feature_level"), _tuning_mode(tuning)
+        widest = tuning.default if isinstance(tuning, Tunings) else tuning or Tuning()
+        device._start(Runner(int64=int64, smaller=smaller, device=gpu_device, needs=required_limits(widest.workgroup_size)),
+                      level, tuning, mode)
         return device
 
-    def _start(self, runner: Runner, feature_level: FeatureLevel, tuning: Tuning) -> None:
+    def _start(self, runner: Runner, feature_level: FeatureLevel, tuning: Tuning | Tunings | None, mode: str) -> None:
         self.feature_level = feature_level
-        self.tuning = tuning
         self.runner = runner
+        self._tuning = tuning
+        #: The choices of tunings measured on this adapter (None where ``tuning`` was given).
+        self.calibration = Calibration(self, mode) if tuning is None else None
         self._compiled = LruCache(KEPT_OPERATORS)
         self.by_call = LruCache(KEPT_OPERATORS)  # the NumPy-level API's operators, by call signature
         self._spans = LruCache(KEPT_OPERATORS)  # pieces.buffer_spans by descriptor, for ``empty``
@@ -110,6 +121,23 @@ class Device:
     @property
     def name(self) -> str:
         return self.runner.name
+
+    @property
+    def tuning(self) -> Tuning | Tunings:
+        """The planner's thresholds on this device: those given, or those chosen for this
+        adapter so far (``calibration.py``)."""
+        if self.calibration is not None:
+            return self.calibration.tunings
+        assert self._tuning is not None  # given, where there is no calibration
+        return self._tuning
+
+    def tuning_for(self, red) -> Tuning | Tunings:
+        """The tuning a reduction (``desc.ArgReduction``) is planned with here; on a device
+        given no tuning, its family's, measured now where none was chosen yet."""
+        if self.calibration is not None:
+            return self.calibration.tuning_for(red)
+        assert self._tuning is not None
+        return self._tuning
 
     @property
     def wgpu_device(self):
@@ -146,6 +174,11 @@ class Device:
                 if compiled is None:
                     compiled = self._compiled[key] = CompiledOperator(self, desc, key[1])
         return compiled
+
+    def compile_with(self, desc, tuning: Tuning, *, nan_mode="ignore") -> CompiledOperator:
+        """An operator descriptor compiled with this tuning, not kept (calibration, benchmarks)."""
+        self.runner.check()
+        return CompiledOperator(self, desc, NanMode.parse(nan_mode, "nan_mode"), tuning)
 
     def upload(self, x: np.ndarray, desc: TensorDesc | None = None) -> Tensor:
         """Put an array on the GPU.
@@ -242,6 +275,31 @@ class Device:
 
 _default: Device | None = None
 _default_lock = threading.Lock()
+
+
+def _tuning_mode(tuning) -> str:
+    """How a device given this tuning chooses its plans' tunings (``calibration.setting``), or a
+    TypeError for a tuning of the wrong kind, before anything is opened."""
+    if tuning is not None and not isinstance(tuning, (Tuning, Tunings)):
+        raise TypeError(f"tuning must be a dmlgpu.plan.Tuning or Tunings, not {type(tuning).__name__}")
+    return calibration_setting()
+
+
+_noticed = threading.Event()
+
+
+def _notice_software(device: Device) -> None:
+    """Say once a process that the default adapter is a software one (none was chosen by name)."""
+    if not device.runner.capabilities.software or _noticed.is_set():
+        return
+    if os.environ.get("DMLGPU_SOFTWARE_NOTICE", "1").strip().lower() in ("0", "off", "false", "no"):
+        return
+    _noticed.set()
+    warnings.warn(
+        f"dmlgpu: the default adapter is {device.name!r}, a software adapter: the CPU runs the shaders, and "
+        "NumPy's own argmax may be faster on this machine. Choose another adapter with Device('name') or "
+        "DMLGPU_ADAPTER ('dmlgpu info' lists them); choosing this one by name (DMLGPU_ADAPTER=llvmpipe, say) "
+        "or DMLGPU_SOFTWARE_NOTICE=0 silences this.", SoftwareAdapterWarning, stacklevel=3)
 
 
 def default_device() -> Device:

@@ -36,3 +36,9 @@ class GPUMemoryError(MemoryError):
     """The GPU could not hold a buffer. The message says how many bytes were asked for and
     how many dmlgpu already holds on the device; nothing is left half-allocated, and the
     device remains usable."""
+
+
+class SoftwareAdapterWarning(UserWarning):
+    """The default adapter is a software one (lavapipe, WARP, SwiftShader): a CPU runs the
+    shaders. Said once a process; choosing the adapter by name, or ``DMLGPU_SOFTWARE_NOTICE=0``,
+    silences it."""

@@ -53,7 +53,8 @@ from .desc import (
 )
 from .errors import DescriptorError
 from .pieces import Schedule, _partition, _refine, buffer_grid, cell_lengths, schedule
-from .plan import Capabilities, Dim, Plan, Tuning
+from .plan import Capabilities, Dim, Plan, Tuning, Tunings, family_of
+from .tuning import default_tuning, tuning_changes
 from .types import AxisDirection, DataType, NanMode
 from .wgsl import shader_sources
 
@@ -291,7 +292,8 @@ def _plan_lines(p: Plan) -> list[str]:
     lines = []
     if p.kernel:
         lines += [
-            f"kernel {p.kernel}, loader {p.loader}, workgroup {p.workgroup_size}, segment {p.segment}",
+            f"kernel {p.kernel}, loader {p.loader}{' (quads in 64-bit halves)' if p.wide_loads else ''}, "
+            f"workgroup {p.workgroup_size}, segment {p.segment}",
             f"split {p.split} chunk(s) of {p.chunk} element(s) per output; grid {p.grid}",
         ]
     lines += [
@@ -309,16 +311,19 @@ def _plan_lines(p: Plan) -> list[str]:
     return lines
 
 
-def explain_schedule(desc, sched: Schedule, caps: Capabilities, nan_mode: NanMode, source: str) -> str:
+def explain_schedule(desc, sched: Schedule, caps: Capabilities, nan_mode: NanMode, source: str,
+                     tuning_line: str | None = None) -> str:
     """The text of ``explain`` for a schedule already made."""
     out = [
         f"operator: {json.dumps(desc.to_json())}",
         f"nan_mode: {nan_mode.value}",
         f"capabilities ({source}): storage binding {caps.max_storage_binding} B, buffer {caps.max_buffer} B, "
         f"{caps.max_workgroups_per_dim} workgroups per dimension, offset alignment {caps.offset_alignment} B, "
-        f"shader-int64 {'yes' if caps.shader_int64 else 'no'}, subgroups {'yes' if caps.subgroups else 'no'}",
+        f"shader-int64 {'yes' if caps.shader_int64 else 'no'}, subgroups {'yes' if caps.subgroups else 'no'}"
+        f"{', a CPU adapter' if caps.software else ''}",
+        *([tuning_line] if tuning_line else []),
         f"schedule: {len(sched.pieces)} piece(s), {sched.merges} merge(s) across pieces, "
-        f"scratch {max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])} B",
+        f"scratch {sched.scratch_bytes} B",
     ]
     texts: dict[str, int] = {}  # each distinct WGSL text once, numbered
     plans: dict[tuple, list[int]] = {}  # pieces that differ only in their windows share a plan's text
@@ -350,30 +355,49 @@ def explain(what, *, device=None, capabilities: Capabilities | None = None, nan_
     that is wrong; so does a schedule of more than ``MAX_PIECES`` pieces."""
     if capabilities is not None and not isinstance(capabilities, Capabilities):
         raise TypeError(f"capabilities must be a dmlgpu.plan.Capabilities, not {type(capabilities).__name__}")
-    if tuning is not None and not isinstance(tuning, Tuning):
-        raise TypeError(f"tuning must be a dmlgpu.plan.Tuning, not {type(tuning).__name__}")
+    if tuning is not None and not isinstance(tuning, (Tuning, Tunings)):
+        raise TypeError(f"tuning must be a dmlgpu.plan.Tuning or Tunings, not {type(tuning).__name__}")
     if device is not None:
         try:
             device_caps, device_tuning, device_name = device.runner.capabilities, device.tuning, device.name
         except AttributeError:
             raise TypeError(f"device must be a dmlgpu.Device, not {type(device).__name__}") from None
-    desc, implied = _describe(what)
-    mode = NanMode.parse(nan_mode if nan_mode is not None else implied or NanMode.IGNORE, "nan_mode")
     if capabilities is not None:
         caps, source = capabilities, "given"
     elif device is not None:
         caps, source = device_caps, device_name
     else:
         caps, source = DEFAULT_CAPABILITIES, "no adapter: WebGPU's default limits, no optional features"
+    tuning = tuning or (device_tuning if device is not None else default_tuning(caps))
+    desc, mode, sched = planned(what, caps, nan_mode, tuning)
+    return explain_schedule(desc, sched, caps, mode, source, _tuning_line(lower(desc), caps, tuning))
+
+
+def planned(what, caps: Capabilities, nan_mode=None, tuning: Tuning | Tunings = Tuning(), command: str = "explain"):
+    """(descriptor, NaN mode, schedule) of ``what`` (any form ``explain`` takes) on ``caps``:
+    what ``explain`` prints and ``export`` exports. ``nan_mode`` overrides the one the call
+    implies; ``command`` is what a refusal of too many pieces names."""
+    desc, implied = _describe(what)
+    mode = NanMode.parse(nan_mode if nan_mode is not None else implied or NanMode.IGNORE, "nan_mode")
     _check_capabilities(caps)
-    tuning = tuning or (device_tuning if device is not None else Tuning())
     red = lower(desc)
     pieces = piece_count(red, caps)
     if pieces > MAX_PIECES:
         raise DescriptorError(
             f"the schedule for these limits (storage binding {caps.max_storage_binding} B, buffer {caps.max_buffer} B) "
-            f"has {pieces} pieces or more, but explain plans at most {MAX_PIECES}; raise the limits")
-    return explain_schedule(desc, schedule(red, caps, mode, tuning), caps, mode, source)
+            f"has {pieces} pieces or more, but {command} plans at most {MAX_PIECES}; raise the limits")
+    return desc, mode, schedule(red, caps, mode, tuning)
+
+
+def _tuning_line(red, caps: Capabilities, tuning: Tuning | Tunings) -> str:
+    """Which family the reduction is of, and how its tuning differs from the adapter's default."""
+    base = default_tuning(caps)
+    family = family_of(red, caps, tuning.default if isinstance(tuning, Tunings) else tuning)
+    chosen = tuning.for_family(family) if isinstance(tuning, Tunings) else tuning
+    changes = ", ".join(f"{k}={v}" for k, v in tuning_changes(chosen, base).items())
+    kind = "a CPU adapter's" if caps.software else "a GPU's"
+    where = "chosen for this adapter" if isinstance(tuning, Tunings) and family in dict(tuning.families) else "given"
+    return f"tuning: family {family}; " + (f"{kind} built-in defaults" if not changes else f"{where}: {changes}")
 
 
 def with_limits(caps: Capabilities, binding: int | None, buffer: int | None,

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import layout
+from . import layout, wgsl
 from .binding import BindingProperties, BindingTable, bases, check_apart, checked_bindings, clears, named, tensor_needs
 from .caches import LruCache
 from .desc import TensorDesc, lower
 from .errors import DataError
 from .pieces import Schedule, buffer_spans, schedule
-from .plan import Plan
+from .plan import Plan, Tuning
 from .runtime.interrupts import interrupts_held
 from .runtime.kits import IN_PLACE_OUTPUT_MAX, Kit
 from .runtime.native import Steps
@@ -28,7 +28,6 @@ from .runtime.recorder import check_encoder, clear_now, record
 from .runtime.runner import Runner
 from .tensor import Tensor, check_layout
 from .types import NanMode
-from .wgsl import params_words, shader_sources
 
 if TYPE_CHECKING:
     from .device import Device
@@ -51,7 +50,7 @@ class Program:
         self.sources: list[str] = []
         # per piece: its window of the input and output (None: the scratch), and its passes
         self.pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in sched.pieces]
-        scratch = self.scratch_bytes = max([sched.partial_bytes] + [p.plan.partial_bytes for p in sched.pieces])
+        scratch = self.scratch_bytes = sched.scratch_bytes
         self.scratch = runner.memory.storage(scratch) if scratch else None
         # Words a racing plan's first pass keeps between dispatches (zeroed here, since a
         # pooled buffer holds what it held; each dispatch leaves them zero): binding 3.
@@ -68,17 +67,11 @@ class Program:
 
     def _passes(self, p: Plan) -> list:
         """(pipeline, WGSL, parameters, grid, reads partial pairs, writes partial pairs, races) per pass."""
-        runner = self.runner
-        sources = shader_sources(p)
-        self.sources += sources
-        grids = ([p.grid] if p.kernel else []) + ([p.merge_grid] if p.merge_kernel and p.merge_grid else [])
-        passes = []
-        for i, (source, grid) in enumerate(zip(sources, grids)):
-            merging = not p.kernel or i == 1
-            writes_pairs = not merging and (p.partials_only or (p.split > 1 and not p.race))
-            passes.append((runner.programs.pipeline(source), source, runner.programs.uniform(params_words(p, grid, merging)),
-                           grid, merging, writes_pairs, p.race and not merging))
-        return passes
+        programs = self.runner.programs
+        passes = wgsl.passes(p)
+        self.sources += [s.source for s in passes]
+        return [(programs.pipeline(s.source), s.source, programs.uniform(s.params), s.grid, s.merging, s.writes_pairs,
+                 s.races) for s in passes]
 
     def steps(self, input: Tensor, output: Tensor) -> list:
         """Per piece, its passes bound to its windows of the input and output (and the scratch
@@ -155,7 +148,7 @@ def _tensor_bases(tensor: Tensor, output: bool) -> tuple:
 class CompiledOperator:
     """An operator descriptor compiled for one device: reusable, with its plan and pipelines."""
 
-    def __init__(self, device: "Device", desc, nan_mode):
+    def __init__(self, device: "Device", desc, nan_mode, tuning: Tuning | None = None):
         desc.check_feature_level(device.feature_level)
         self.device = device
         self.desc = desc
@@ -164,7 +157,9 @@ class CompiledOperator:
         self.input_desc: TensorDesc = self._reduction.input
         self.output_desc: TensorDesc = self._reduction.output
         runner = device.runner
-        self._program = Program(runner, schedule(self._reduction, runner.capabilities, self.nan_mode, device.tuning))
+        #: What this operator was planned with: ``tuning``, else the device's for its family.
+        self.tuning = tuning if tuning is not None else device.tuning_for(self._reduction)
+        self._program = Program(runner, schedule(self._reduction, runner.capabilities, self.nan_mode, self.tuning))
         self.schedule: Schedule = self._program.schedule
         self.plan: Plan = self.schedule.pieces[0].plan  # the first piece's (the only one, mostly)
         # What each resident call asks for, found once: whether it clears its output first,
@@ -230,6 +225,15 @@ class CompiledOperator:
         steps = self._program.bound(inputs, outputs, temporary)[1]
         runner.flush()
         record(encoder, output_clears if self._clears else (), steps)
+
+    def export(self, limits=None) -> str:
+        """This operator as a standalone WebGPU program for a web page (``dmlgpu.export``): an
+        ES module with its WGSL, its plan as data and a small runner, planned with the tuning
+        this operator was planned with, for a browser's ``limits`` (WebGPU's names; WebGPU's
+        defaults where not given), not for this device's adapter."""
+        from .exporter import export
+
+        return export(self.desc, limits=limits, nan_mode=self.nan_mode, tuning=self.tuning)
 
     def _check_wrapped(self, input: Tensor, output: Tensor) -> None:
         """A tensor over the caller's buffers (``Device.wrap``) as an input must hold its last
@@ -348,7 +352,7 @@ class CompiledOperator:
             caps = self.device.runner.capabilities
             caps = dataclasses.replace(caps, max_storage_binding=min(self.device.runner.transfers.ring_chunk, caps.max_storage_binding))
             program = self._streamed_program = Program(
-                self.device.runner, schedule(self._reduction, caps, self.nan_mode, self.device.tuning))
+                self.device.runner, schedule(self._reduction, caps, self.nan_mode, self.tuning))
         source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
         runner = self.device.runner
         try:

@@ -30,7 +30,7 @@ import math
 
 from .desc import ArgReduction, TensorDesc
 from .errors import DescriptorError
-from .plan import Capabilities, Plan, Tuning, merge_pass, plan, row_major_index_strides, simplify
+from .plan import Capabilities, Plan, Tuning, Tunings, merge_pass, plan, row_major_index_strides, simplify
 
 Box = tuple[tuple[int, int], ...]  # a range [start, end) per axis
 Grid = tuple[tuple[tuple[int, int], ...], ...]  # the ranges of each axis
@@ -61,6 +61,12 @@ class Schedule:
 
     pieces: tuple[Piece, ...]
     partial_bytes: int = 0
+
+    @property
+    def scratch_bytes(self) -> int:
+        """The scratch a dispatch needs between first passes and their merges: the schedule's
+        pairs across pieces, or a plan's own split's (DirectML's temporary resource)."""
+        return max([self.partial_bytes] + [p.plan.partial_bytes for p in self.pieces])
 
     @property
     def merges(self) -> int:
@@ -182,8 +188,11 @@ class _Tensor:
 
 # Long, for one reason: its closures share the partition grid and the tensors' windows, and
 # split into functions each would take most of this one's state as arguments.
-def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning = Tuning()) -> Schedule:
-    """The pieces (and merges) of a reduction on an adapter with these limits."""
+def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning | Tunings = Tuning()) -> Schedule:
+    """The pieces (and merges) of a reduction on an adapter with these limits. A ``Tunings``
+    gives the whole reduction's family one ``Tuning``, which every piece and merge plans with."""
+    if isinstance(tuning, Tunings):
+        tuning = tuning.for_reduction(red, caps)
     binding, align = caps.max_storage_binding, caps.offset_alignment
     whole_in, whole_out = red.input.total_tensor_size_in_bytes, red.output.total_tensor_size_in_bytes
     if whole_in <= binding and whole_out <= binding:

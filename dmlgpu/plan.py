@@ -107,6 +107,14 @@ class Tuning:
     #: takes workgroups of at most this many threads: rows of 3 FLOAT32 on the H100, 2151 GB/s
     #: with 128 against 2034 with 256 (interleaved), and 128 leaves room to stage 8 rows a thread.
     several_rows_workgroup_size: int = 128
+    #: reduce_rows with several rows a thread may store a tile's results through workgroup
+    #: memory (staged_rows_fit) so that consecutive threads store consecutive rows (off: each
+    #: thread stores its own, with no barrier: what a CPU adapter wants).
+    row_stage: bool = True
+    #: Quads are read as two 64-bit halves where the adapter has shader-int64
+    #: (src_quads_wide.wgsl): half the loads, for CPU adapters that load each vector
+    #: component of each lane on its own.
+    wide_loads: bool = False
     #: Loops marked ``// unroll`` in the templates are written out (wgsl.unroll; off: loops).
     unroll: bool = True
     #: An experiment, never a default: keys are the elements' raw bits (answers are wrong), so
@@ -125,6 +133,7 @@ class Capabilities:
     offset_alignment: int = 256  # a storage binding's offset must be a multiple of this
     subgroups: bool = False  # the subgroup feature: shuffles merge within subgroups
     int64_atomics: bool = False  # shader-int64 and 64-bit atomics that return their old value
+    software: bool = False  # a CPU adapter (lavapipe, WARP, SwiftShader): invocations are SIMD lanes of a few cores
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +176,7 @@ class Plan:
     column_unroll: int  # reduce_columns: rows loaded before any is folded (1 for the other kernels)
     row_stage: bool  # reduce_rows, a block of several rows a thread: results stored through workgroup memory
     no_keys: bool  # Tuning.bound_no_keys: an experiment whose answers are wrong
+    wide_loads: bool  # load_quads reads each quad as two 64-bit halves (src_quads_wide.wgsl)
     unroll: bool  # Tuning.unroll: loops marked in the templates are written out
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
@@ -417,7 +427,7 @@ def _kernel(red: ArgReduction, kept: tuple[Dim, ...], reduced: tuple[Dim, ...], 
 
 # Long because its last statement names every field of the Plan it makes; the kernel and its
 # split are chosen in _kernel.
-def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning: Tuning = Tuning(),
+def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning: "Tuning | Tunings" = Tuning(),
          in_base: int = 0, partials_only: bool = False, index_strides: dict[int, int] | None = None,
          max_split: int | None = None) -> Plan:
     """The plan for one reduction (or one piece of one, see ``pieces.schedule``) on one adapter.
@@ -429,6 +439,8 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     pairs of a split always fit one binding.
     """
     nan_mode = NanMode.parse(nan_mode, "nan_mode")
+    if isinstance(tuning, Tunings):
+        tuning = tuning.for_reduction(red, caps)
     kept, reduced = simplify(red, index_strides)
     outputs = math.prod(d.size for d in kept)
     most = max(1, caps.max_storage_binding // (16 * outputs))
@@ -467,8 +479,10 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         column_skip=kernel == "reduce_columns" and tuning.columns_skip,
         column_interleave=kernel == "reduce_columns" and tuning.columns_interleave,
         column_unroll=tuning.columns_unroll if kernel == "reduce_columns" else 1,
-        row_stage=kernel == "reduce_rows" and segment == 1 and block_rows > 1 and staged_rows_fit(wg, block_rows),
+        row_stage=(tuning.row_stage and kernel == "reduce_rows" and segment == 1 and block_rows > 1
+                   and staged_rows_fit(wg, block_rows)),
         no_keys=tuning.bound_no_keys,
+        wide_loads=tuning.wide_loads and caps.shader_int64 and loader == "load_quads",
         unroll=tuning.unroll,
         kept=kept,
         reduced=reduced,
@@ -494,3 +508,45 @@ def merge_pass(chunks: int, outputs: int, caps: Capabilities, tuning: Tuning):
     by_workgroup = chunks > tuning.merge_workgroup_above or outputs < tuning.merge_workgroup_below
     groups = outputs if by_workgroup else math.ceil(outputs / tuning.workgroup_size)
     return ("merge_partials_workgroup" if by_workgroup else "merge_partials"), grid_for(groups, caps.max_workgroups_per_dim)
+
+
+def family_of(red: ArgReduction, caps: Capabilities, tuning: Tuning = Tuning()) -> str:
+    """The family of shapes a reduction belongs to, which a ``Tunings`` keeps one ``Tuning``
+    for: the kernel ``tuning`` would give it and how that kernel covers it, and the input's
+    element bits. ``"rows/32"``: long contiguous rows, one work item or more each;
+    ``"few_rows/16"``: rows split into chunks that race or merge (few outputs); ``"single/32"``:
+    one output; ``"multi_axis/32"``: contiguous rows over several reduced axes;
+    ``"short_rows/8"``: packed rows of at most ``rows_max_bytes`` (``"narrow_rows/32"``: of
+    less than 16 bytes, several a load); ``"columns/32"`` and
+    ``"thread/64"`` as their kernels."""
+    kept, reduced = simplify(red)
+    outputs = math.prod(d.size for d in kept)
+    count = math.prod(d.size for d in reduced)
+    most = max(1, caps.max_storage_binding // (16 * max(1, outputs)))
+    kernel, _wg, _seg, _rows, _cq, split, _chunk, _groups = _kernel(
+        red, kept, reduced, tuning, 0, False, count, outputs, elements_per_quad(red, reduced, kept),
+        outputs_per_quad(red, reduced, kept), most)
+    if kernel == "reduce_rows":
+        name = "narrow_rows" if count * red.input.data_type.size < 16 else "short_rows"
+    elif kernel == "reduce_segments":
+        name = ("single" if outputs == 1 else "multi_axis" if len(reduced) > 1
+                else "few_rows" if split > 1 else "rows")
+    else:
+        name = kernel[len("reduce_"):]
+    return f"{name}/{red.input.data_type.size * 8}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tunings:
+    """A ``Tuning`` for each family of shapes (``family_of``) where one was chosen for an
+    adapter, ``default`` for the rest. The planner picks by the reduction's family, with the
+    family itself decided under ``default``."""
+
+    default: Tuning = Tuning()
+    families: tuple[tuple[str, Tuning], ...] = ()
+
+    def for_family(self, family: str) -> Tuning:
+        return dict(self.families).get(family, self.default)
+
+    def for_reduction(self, red: ArgReduction, caps: Capabilities) -> Tuning:
+        return self.for_family(family_of(red, caps, self.default)) if self.families else self.default

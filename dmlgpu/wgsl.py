@@ -4,11 +4,13 @@ A shader is a list of ``const`` declarations followed by readable .wgsl files:
 ``common`` (parameters, addressing, the tie rule), a key module (how an element's bits
 become an order-preserving key), a loader (how elements are read), a store module
 (what is written) and the kernel. Templates receive finished values only; every decision was made by the planner.
-Also packs the uniform parameters whose layout ``common.wgsl`` declares.
+Also packs the uniform parameters whose layout ``common.wgsl`` declares, and says what each
+pass of a plan binds (``passes``): what the runner and ``export.py`` dispatch.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from importlib import resources
@@ -93,7 +95,8 @@ def shader_sources(plan: Plan) -> list[str]:
             stores = ["store_partial"]
         else:
             stores = [_store_part(plan), "store_direct"]
-        passes.append(["common", *keys, plan.loader, "fold", *stores, plan.kernel])
+        source = ["src_quads_wide" if plan.wide_loads else "src_quads"] if plan.loader == "load_quads" else []
+        passes.append(["common", *keys, *source, plan.loader, "fold", *stores, plan.kernel])
     if plan.merge_kernel:
         passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
     cooperation = ["invocation_subgroups", "tree", "tree_subgroups"] if plan.subgroups else ["invocation", "tree", "tree_only"]
@@ -131,6 +134,7 @@ _UNROLL = re.compile(r"for \(var (\w+) = 0u; \1 < (\w+); \1\+\+\) \{ // unroll\n
 UNROLL_MAX = 16
 
 
+@functools.lru_cache(maxsize=64)  # the pieces of a schedule, and the plans that differ only in sizes, share texts
 def unroll(text: str) -> str:
     """Loops marked ``// unroll`` (``for (var k = 0u; k < N; k++) { // unroll``, N a constant
     the text declares), written out as N blocks each with its own ``const k``: indices into a
@@ -184,3 +188,26 @@ def params_words(plan: Plan, grid: tuple[int, int, int], merge_pass: bool = Fals
     put(5, [d.out_stride for d in plan.reduced])
     put(6, [d.index_stride for d in plan.reduced])
     return words
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Pass:
+    """One compute pass of a plan: its WGSL, its grid, its parameters, and what it binds."""
+
+    source: str
+    grid: tuple[int, int, int]
+    params: np.ndarray  # the uniform Params words (params_words)
+    merging: bool  # reads the partial pairs (the scratch) in place of the input
+    writes_pairs: bool  # writes partial pairs to the scratch in place of the output
+    races: bool  # binds the race words (binding 3)
+
+
+def passes(plan: Plan) -> list[Pass]:
+    """The passes of a plan in order: the first pass (if the plan has one) and its merge (if any)."""
+    grids = ([plan.grid] if plan.kernel else []) + ([plan.merge_grid] if plan.merge_kernel and plan.merge_grid else [])
+    out = []
+    for i, (source, grid) in enumerate(zip(shader_sources(plan), grids)):
+        merging = not plan.kernel or i == 1
+        writes_pairs = not merging and (plan.partials_only or (plan.split > 1 and not plan.race))
+        out.append(Pass(source, grid, params_words(plan, grid, merging), merging, writes_pairs, plan.race and not merging))
+    return out

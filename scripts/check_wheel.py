@@ -1,5 +1,6 @@
 """Check a built wheel (and sdist) holds what dmlgpu needs at run time: every shader of
-shaders/, every suite of benchmarks/suites/, py.typed, and the compiled hot loop
+shaders/, every suite of benchmarks/suites/, py.typed, the runner of exported modules
+(dmlgpu/export_runner.js), and the compiled hot loop
 (dmlgpu/runtime/_hot.so) unless the wheel was built without it (``--no-hot``: then its reason
 file instead); the sdist holds the sources that build them. A wheel with the hot loop is tagged
 py3-none-<platform>, and on Linux the platform is a manylinux one (``auditwheel repair`` gives
@@ -21,7 +22,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 def wanted_in_wheel(hot: bool) -> set[str]:
     names = {f"dmlgpu/shaders/{p.name}" for p in (ROOT / "shaders").glob("*.wgsl")}
     names |= {f"dmlgpu/suites/{p.name}" for p in (ROOT / "benchmarks" / "suites").glob("*.json")}
-    names |= {"dmlgpu/py.typed", "dmlgpu/__init__.py", "dmlgpu/runtime/__init__.py"}
+    names |= {"dmlgpu/py.typed", "dmlgpu/__init__.py", "dmlgpu/runtime/__init__.py", "dmlgpu/export_runner.js"}
     names.add("dmlgpu/runtime/_hot.so" if hot else "dmlgpu/runtime/_hot_missing.txt")
     return names
 
@@ -45,7 +46,8 @@ def main(argv: list[str]) -> int:
         else:
             top = pathlib.Path(path).name.removesuffix(".tar.gz")
             held = {n.removeprefix(top + "/") for n in tarfile.open(path).getnames()}
-            sources = {"setup.py", "pyproject.toml", "README.md", "LICENSE", "dmlgpu/runtime/_hot.c"}
+            sources = {"setup.py", "pyproject.toml", "README.md", "LICENSE", "dmlgpu/runtime/_hot.c",
+                       "dmlgpu/export_runner.js"}
             sources |= {f"shaders/{p.name}" for p in (ROOT / "shaders").glob("*.wgsl")}
             missing += [f"{path}: {n}" for n in sorted(sources - held)]
     for line in missing:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent setup: a Vulkan driver (Mesa's lavapipe if none is installed) and a C compiler,
-# then .venv with dmlgpu installed editable plus the test extras (onnx, dask), the lint
+# Idempotent setup: a Vulkan driver (Mesa's lavapipe if none is installed), a C compiler and
+# headless Chromium (for the exported modules' browser tests), then .venv with dmlgpu installed editable plus the test extras (onnx, dask), the lint
 # extras and the docs extras (mkdocs). Safe to run again; it skips what is done.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -30,6 +30,21 @@ elif command -v apt-get >/dev/null; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends $pkgs >/dev/null
 else
   echo "[setup] system packages: no apt-get; install yourself:$pkgs" >&2
+fi
+# Chromium runs exported modules (dmlgpu export) on WebGPU's software adapter, SwiftShader, in
+# tests/test_export_browser.py; Debian's package, or the browser DMLGPU_CHROMIUM names. Not
+# fatal: without it those tests skip (and fail in CI, which must have it).
+if [ "$(uname -s)" = Linux ] && [ -z "${DMLGPU_CHROMIUM:-}" ] && ! command -v chromium >/dev/null \
+    && ! command -v chromium-browser >/dev/null; then
+  if command -v apt-get >/dev/null; then
+    echo "[setup] browser: apt-get install chromium"
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    { $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq update \
+        && $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends chromium >/dev/null; } \
+      || echo "[setup] browser: chromium could not be installed; the browser tests will skip (CI: fail)" >&2
+  else
+    echo "[setup] browser: no apt-get; install Chromium yourself (or set DMLGPU_CHROMIUM)" >&2
+  fi
 fi
 
 # 2. Virtual environment (recreated if missing or broken, e.g. its python was removed).

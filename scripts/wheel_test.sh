@@ -13,7 +13,9 @@
 # the bench's suites, py.typed), the hot loop loaded from the wheel or missing from it, and the
 # runner path that follows (native with it, wgpu-py's public one without): the paths' own tests,
 # every kernel, the pieces, the worked examples and the matrix of types, transfers, the binding
-# example, threads, lifetime and Ctrl-C, NumPy's surface, the bench and the command.
+# example, threads, lifetime and Ctrl-C, NumPy's surface, the bench and the command, and the
+# exported modules in a browser (the wheel ships their runner: 64 cases here, the checkout's run
+# its 512).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo="$(pwd -P)"
@@ -35,6 +37,7 @@ fi
 .venv/bin/python scripts/check_wheel.py "$work"/nohot/*.whl --no-hot
 .venv/bin/twine check --strict "$work"/dist/*
 WHEEL_TESTS=(test_paths.py test_transfers.py test_binding.py test_hardening.py test_bench.py test_front_page.py
+             test_export.py test_export_browser.py
              test_explain.py test_numpy.py "test_gpu.py::test_spec_examples" "test_gpu.py::test_spec_ties"
              "test_gpu.py::test_matrix" "test_gpu.py::test_every_kernel_against_oracle"
              "test_gpu.py::test_pieces_against_oracle" "test_gpu.py::test_resident_chain"
@@ -58,6 +61,6 @@ assert (library_path()[0] is None) == (kind == "nohot"), library_path()
 print("[wheel_test] dmlgpu", dmlgpu.__version__, "from", os.path.dirname(dmlgpu.__file__), "hot loop:", library_path())
 PY
   )
-  (cd "$work" && "$work/venv-$kind/bin/python" -m pytest -p no:cacheprovider -n "${DMLGPU_TEST_WORKERS:-2}" \
-     "${WHEEL_TESTS[@]/#/$repo/tests/}" "$@")
+  (cd "$work" && DMLGPU_BROWSER_CASES=64 "$work/venv-$kind/bin/python" -m pytest -p no:cacheprovider \
+     -n "${DMLGPU_TEST_WORKERS:-2}" "${WHEEL_TESTS[@]/#/$repo/tests/}" "$@")
 done

@@ -2,7 +2,6 @@
 // with the subgroup feature).
 
 struct Invocation {
-    @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
     @builtin(subgroup_size) sg_size: u32,
 }

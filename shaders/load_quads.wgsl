@@ -1,13 +1,12 @@
 // Elements of BITS bits (8, 16 or 32) in rows that the plan found contiguous and aligned
-// to 16 bytes: read as quads of words (one 16-byte load), the ragged tail one by one.
+// to 16 bytes: read as quads of words (one 16-byte load, quad() of src_quads*.wgsl), the
+// ragged tail one by one.
 // Constants: BITS (PER_WORD and BIT_MASK from key_u32.wgsl).
-
-@group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 
 const PER_QUAD: u32 = 4u * PER_WORD;
 
 fn load_key(e: u32) -> Key {
-    return key_of_bits(quad_bits(src[e / PER_QUAD], e % PER_QUAD));
+    return key_of_bits(quad_bits(quad(e / PER_QUAD), e % PER_QUAD));
 }
 
 fn quad_bits(words: vec4<u32>, j: u32) -> u32 {
@@ -58,7 +57,7 @@ fn fold_range(base: u32, start: u32, end: u32, first: u32, step: u32, best: ptr<
     let quads = (end - start) / PER_QUAD;
     for (var q = first; q < quads; q += step) {
         let r = start + q * PER_QUAD;
-        fold_words(src[quad_at(base, r)], r, best);
+        fold_words(quad(quad_at(base, r)), r, best);
     }
     fold_strided(base, start + quads * PER_QUAD, end, first, step, best);
 }

@@ -2,8 +2,7 @@
 // threads merging the chunks' pairs with stride WG, then a tree (tree.wgsl). Constants: WG.
 
 @compute @workgroup_size(WG)
-fn main(inv: Invocation) {
-    let wid = inv.wid;
+fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>) {
     let lid = inv.lid;
     let o = workgroup_index(wid);
     let outputs = params.counts.x;

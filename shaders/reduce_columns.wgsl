@@ -35,7 +35,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var limit: array<array<vec4<u32>, PER_WORD>, COLQ>;
     let first = (base + reduced_offsets(start).x) / PER_QUAD;
     for (var j = 0u; j < COLQ; j++) { // unroll
-        let words = src[first + j];
+        let words = quad(first + j);
         for (var p = 0u; p < PER_WORD; p++) { // unroll
             best_key[j][p] = quad_keys(words, p);
             best_index[j][p] = vec4<u32>(start);
@@ -51,7 +51,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var u = 0u; u < COL_UNROLL; u++) { // unroll
             let q = (base + reduced_offsets(min(r0 + u * step, end - 1u)).x) / PER_QUAD;
             for (var j = 0u; j < COLQ; j++) { // unroll
-                words[u][j] = src[q + j];
+                words[u][j] = quad(q + j);
             }
         }
         for (var u = 0u; u < COL_UNROLL; u++) { // unroll

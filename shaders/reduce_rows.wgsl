@@ -20,21 +20,21 @@ const STAGED_ROWS: u32 = select(1u, WG * ROWS, ROW_STAGE);
 var<workgroup> staged: array<Pair, STAGED_ROWS>;
 
 @compute @workgroup_size(WG)
-fn main(inv: Invocation, @builtin(num_workgroups) grid: vec3<u32>) {
+fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) grid: vec3<u32>) {
     let lane = inv.lid % SEG;
     let rows = params.counts.x;
     let blocks = (rows + ROWS - 1u) / ROWS;
     let tiles = (blocks + WG / SEG - 1u) / (WG / SEG);
     let first_quad = params.piece.x / PER_QUAD;
     // The trip count is the workgroup's: every thread reaches the tree's barriers.
-    for (var tile = workgroup_index(inv.wid); tile < tiles; tile += grid.x * grid.y * grid.z) {
+    for (var tile = workgroup_index(wid); tile < tiles; tile += grid.x * grid.y * grid.z) {
         // Segments past the last block redo it and store nothing.
         let wanted = tile * (WG / SEG) + inv.lid / SEG;
         let block = min(wanted, blocks - 1u);
         var words: array<vec4<u32>, LANE_QUADS>;
         for (var i = 0u; i < LANE_QUADS; i++) { // unroll
             if (i * SEG + lane < BLOCK_QUADS) {
-                words[i] = src[first_quad + block * BLOCK_QUADS + i * SEG + lane];
+                words[i] = quad(first_quad + block * BLOCK_QUADS + i * SEG + lane);
             }
         }
         var best = walk_start(0u);

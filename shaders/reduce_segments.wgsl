@@ -7,8 +7,7 @@
 // Constants: WG, SEG.
 
 @compute @workgroup_size(WG)
-fn main(inv: Invocation) {
-    let wid = inv.wid;
+fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>) {
     let lid = inv.lid;
     let lane = lid % SEG;
     let wanted = workgroup_index(wid) * (WG / SEG) + lid / SEG;

@@ -58,7 +58,7 @@ fn fold_segment(pooled: bool, base: u32, start: u32, end: u32, first: u32, step:
         var words: array<vec4<u32>, BATCH>;
         for (var k = 0u; k < BATCH; k++) { // unroll
             if ((b * BATCH + k) * step + first < quads) {
-                words[k] = src[(base + at.offset) / PER_QUAD];
+                words[k] = quad((base + at.offset) / PER_QUAD);
             }
             odometer_add(&at, stride);
         }

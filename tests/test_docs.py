@@ -42,7 +42,8 @@ ROOT_FOLDERS = ("shaders", "tests", "benchmarks", "scripts", "docs")
 _FILE = re.compile(r"(?<![\w/.*-])((?:[\w-]+/)*[\w-]+\.(?:py|c|wgsl))\b")
 
 #: The rooms that the architecture page says import neither wgpu nor the runtime.
-PURE_ROOMS = ("desc", "tensor_desc", "axes", "types", "errors", "layout", "plan", "pieces", "wgsl", "oracle", "explainer")
+PURE_ROOMS = ("desc", "tensor_desc", "axes", "types", "errors", "layout", "plan", "tuning", "pieces", "wgsl", "oracle",
+              "explainer", "exporter")
 #: What the runtime may import from the rest of the library (the page says so).
 RUNTIME_MAY_IMPORT = {"dmlgpu.errors", "dmlgpu.plan"}
 
@@ -134,6 +135,7 @@ REFERENCE_PAGES = [
     ("dask.md", "dask/__init__.py"),
     ("dask.md", "dask/numpy.py"),
     ("explain.md", "explainer.py"),
+    ("export.md", "exporter.py"),
     ("onnx_backend.md", "onnx_backend.py"),
 ]
 

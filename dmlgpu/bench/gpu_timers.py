@@ -118,6 +118,32 @@ def gpu_times(runner: Runner, steps, *, clear=None, repeats: int = 10) -> np.nda
         return _gpu_times(runner, steps, clear, repeats)
 
 
+def interleaved_gpu_times(runner: Runner, step_sets: list, rounds: int) -> list[np.ndarray]:
+    """Seconds of each set of steps (passes with no clear: ARGMAX's and ARGMIN's) in each of
+    ``rounds`` rounds, the sets taking turns, all in one submit and one read. The sets must
+    write a buffer they share (a calibration's candidates write one output), so that each
+    pass waits for the one before and none overlaps another's timing."""
+    if "timestamp-query" not in runner.features:
+        raise AdapterError(f"adapter {runner.name!r} has no timestamp-query feature")
+    count = rounds * len(step_sets)
+    queries = runner.device.create_query_set(type="timestamp", count=2 * count)
+    resolved = runner.device.create_buffer(size=16 * count, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+    try:
+        with interrupts_held(), runner.lock:
+            runner.check()
+            for i in range(count):
+                runner.enqueue(_timed(runner, step_sets[i % len(step_sets)], None, queries, 2 * i))
+            encoder = runner.path.encoder()
+            encoder.resolve(queries, 2 * count, resolved)
+            runner.enqueue(encoder)
+        ticks = np.frombuffer(runner.transfers.read(resolved, 16 * count), np.uint64).reshape(rounds, len(step_sets), 2)
+    finally:
+        resolved.destroy()
+        queries.destroy()
+    seconds = (ticks[..., 1] - ticks[..., 0]).astype(np.float64) * 1e-9
+    return [seconds[:, i] for i in range(len(step_sets))]
+
+
 def _timed(runner: Runner, steps, clear, queries, first: int):
     """An encoder with ``clear`` zeroed and the steps recorded, the time before the clear (or
     the first pass) written to query ``first`` and the time after the last pass to the next."""

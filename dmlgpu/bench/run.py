@@ -5,6 +5,7 @@ peers, the host data), which hands each case to the module of its kind: ``gpu_ca
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 
@@ -47,6 +48,26 @@ class Bench:
     def run_transfer(self, case: Case) -> dict:
         """A case of kind "numpy" or "loop" (``transfers.run``), or "throughput" (``throughput.run``)."""
         return throughput.run(self, case) if case.kind == "throughput" else transfers.run(self, case)
+
+
+def calibration_report(device) -> dict:
+    """What the device's calibration did in this run: the families it measured (probe, each
+    candidate's seconds, the choice, the wall seconds it took), and the choices it used."""
+    calibration = device.calibration
+    if calibration is None:
+        return {"mode": "a tuning was given"}
+    return {"mode": calibration.mode, "cache": str(calibration.path), "chosen": calibration.chosen,
+            "measured": [dataclasses.asdict(r) for r in calibration.reports],
+            "cost_s": sum(r.cost_s for r in calibration.reports)}
+
+
+def calibration_line(found: dict) -> str:
+    if "measured" not in found:
+        return f"calibration: none ({found['mode']})"
+    chosen = "; ".join(f"{f}: {','.join(f'{k}={v}' for k, v in c.items()) or 'default'}"
+                       for f, c in sorted(found["chosen"].items()))
+    return (f"calibration ({found['mode']}): {len(found['measured'])} families measured in this run, "
+            f"{found['cost_s']:.2f} s in all; choices: {chosen or 'none'}")
 
 
 def main(device, args) -> int:
@@ -92,6 +113,7 @@ def main(device, args) -> int:
             result = {**case.to_json(), "status": "error", "reason": f"{type(err).__name__}: {err}"}
         failed += result["status"] == "error" or result.get("correct") is False
         report["results"].append(result)
+        report["calibration"] = calibration_report(device)
         print(line(result, peers), flush=True)
         if args.json:
             write_json(report, args.json)  # after every case, so a crash keeps what ran
@@ -99,6 +121,7 @@ def main(device, args) -> int:
     wrong = sum(r.get("correct") is False for r in report["results"])
     print(f"{counts['ok']} ran ({wrong} wrong), {counts['skipped']} skipped, {counts['error']} failed"
           + (f"; results in {args.json}" if args.json else ""))
+    print(calibration_line(report.get("calibration") or calibration_report(device)))
     if args.plot:
         plot(report, args.plot)
         print(f"plot in {args.plot}")

@@ -93,26 +93,30 @@ class Programs:
 
     def pipeline(self, source: str, shared: bool = False):
         """The compute pipeline of this WGSL text, compiled on first use; ``shared``: its variant
-        for the shared layout (``writable_input``)."""
+        for the shared layout (``writable_input``). It is compiled outside the runner's lock,
+        so that other threads' calls go on meanwhile and several compile at once (a
+        calibration's candidates do); two threads compiling one text keep the first."""
         runner = self.runner
         if shared:
             source = writable_input(source)
         with runner.lock:
             runner.check()
             pipeline = self._pipelines.get(source)
-            if pipeline is None:
-                try:
-                    module = runner.device.create_shader_module(code=source)
-                    pipeline = runner.device.create_compute_pipeline(
-                        layout=self._layout(shared)[1], compute={"module": module, "entry_point": "main"}
-                    )
-                except wgpu.GPUError as err:
-                    raise runner.gpu_error(err) from None
-                self._pipelines[source] = pipeline
-                if len(self._pipelines) > KEPT_PIPELINES:  # compiled operators keep their own
-                    self._pipelines.popitem(last=False)
-            else:
+            if pipeline is not None:
                 self._pipelines.move_to_end(source)
+                return pipeline
+        layout = self._layout(shared)[1]
+        try:
+            module = runner.device.create_shader_module(code=source)
+            made = runner.device.create_compute_pipeline(layout=layout, compute={"module": module, "entry_point": "main"})
+        except wgpu.GPUError as err:
+            raise runner.gpu_error(err) from None
+        with runner.lock:
+            runner.check()
+            pipeline = self._pipelines.setdefault(source, made)
+            self._pipelines.move_to_end(source)
+            if len(self._pipelines) > KEPT_PIPELINES:  # compiled operators keep their own
+                self._pipelines.popitem(last=False)
             return pipeline
 
     @property

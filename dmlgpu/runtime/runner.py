@@ -128,9 +128,9 @@ def _open(name: str | None, int64: bool | None, device, needs: dict | None) -> t
 #: it while Python records the next call; smaller work waits for the next read (one submit).
 SUBMIT_EARLY_BYTES = 4 << 20
 
-def _capabilities(features: set, limits, smaller: dict) -> Capabilities:
-    """What the planner may use of a device with these features and limits, made ``smaller``
-    (``Runner``) where asked."""
+def _capabilities(features: set, limits, smaller: dict, software: bool = False) -> Capabilities:
+    """What the planner may use of a device with these features and limits (of a CPU adapter
+    where ``software``), made ``smaller`` (``Runner``) where asked."""
     capabilities = Capabilities(
         max_storage_binding=limits["max-storage-buffer-binding-size"],
         max_buffer=limits["max-buffer-size"],
@@ -139,6 +139,7 @@ def _capabilities(features: set, limits, smaller: dict) -> Capabilities:
         offset_alignment=limits["min-storage-buffer-offset-alignment"],
         subgroups="subgroup" in features,
         int64_atomics={"shader-int64", "shader-int64-atomic-all-ops"} <= features,
+        software=software,
     )
     for name, value in smaller.items():
         if value > getattr(capabilities, name):
@@ -197,7 +198,7 @@ class Runner:
         self.adapter, self.device, self.features, limits = _open(adapter, int64, device, needs)
         smaller = dict(smaller or {})
         memory_limit = smaller.pop("memory", None)
-        self.capabilities = _capabilities(self.features, limits, smaller)
+        self.capabilities = _capabilities(self.features, limits, smaller, self.adapter.info["adapter_type"] == "CPU")
         self.path: Backend[Any] = _choose_path(self.device)
         if isinstance(self.path, NativePath) and self.adapter.info["adapter_type"] != "CPU":
             threads = settings()

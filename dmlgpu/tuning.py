@@ -1,0 +1,145 @@
+"""Which ``Tuning`` each family of shapes gets on an adapter: the built-in defaults, what a
+calibration measures (a probe and its candidates per family), and the choice it makes.
+
+Pure Python, like the planner: measurements go in, ``Tunings`` come out. ``calibration.py``
+times the candidates on the adapter in hand and keeps the choice on disk; nothing here names
+or assumes a GPU. A GPU and a CPU adapter (lavapipe, WARP, SwiftShader: ``Capabilities.software``)
+start from different defaults, because a CPU runs a workgroup's invocations as the SIMD lanes
+of one core: it wants few, long invocations that walk contiguous memory alone, and no
+barriers where none are needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+
+from .desc import ArgMaxOperatorDesc, ArgReduction, TensorDesc
+from .plan import Capabilities, Tuning, Tunings, family_of
+from .types import DataType
+
+#: A CPU adapter's defaults: a thread walks a row (or a chunk of one) alone (``loads_per_thread``
+#: so large that a segment is one thread), workgroups of one SIMD register's lanes, a few
+#: hundred work items at most, rows of more than a few quads on the segments kernel (its loop
+#: is not written out), no workgroup memory between rows, and quads read in 64-bit halves.
+SOFTWARE_TUNING = Tuning(
+    workgroup_size=8, single_output_workgroup_size=8, several_rows_workgroup_size=8,
+    loads_per_thread=1 << 20, target_workgroups=64, min_chunk_per_lane=1024, min_chunk_per_lane_single=1024,
+    target_threads=512, min_chunk_thread=1024, rows_max_bytes=64, row_stage=False, subgroups=False, wide_loads=True,
+)
+
+#: What a calibration tries for each family (``plan.family_of``, without its bits): changes to
+#: the adapter's default tuning, the default itself first. On a GPU these are the settings
+#: that interleaved runs found to differ between GPUs or between families (docs/performance.md);
+#: on a CPU adapter, the GPU's default is a candidate too.
+GPU_CANDIDATES: dict[str, tuple[dict, ...]] = {
+    "rows": ({}, {"workgroup_size": 128}),
+    "short_rows": ({}, {"loads_per_thread": 4}),
+    "few_rows": ({}, {"min_chunk_per_lane": 64}, {"workgroup_size": 128}),
+    "single": ({}, {"single_output_workgroup_size": 256}, {"batch": 4}),
+    "multi_axis": ({}, {"min_chunk_per_lane": 512, "batch": 4}),
+    "columns": ({}, {"columns_unroll": 4}),
+}
+SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
+    family: ({}, {"workgroup_size": 64, "single_output_workgroup_size": 64, "several_rows_workgroup_size": 64})
+    for family in ("rows", "short_rows", "few_rows", "single", "multi_axis", "columns")
+}
+
+#: A candidate must beat the default by this fraction to be chosen (timing noise is about 1%).
+MARGIN = 0.02
+
+#: Data types of the probes, by element bits.
+PROBE_TYPES = {8: "INT8", 16: "FLOAT16", 32: "FLOAT32", 64: "INT64"}
+
+
+def default_tuning(caps: Capabilities) -> Tuning:
+    """The built-in tuning of an adapter with these capabilities (no calibration)."""
+    return SOFTWARE_TUNING if caps.software else Tuning()
+
+
+def candidates(caps: Capabilities, family: str) -> tuple[Tuning, ...]:
+    """The tunings a calibration times for ``family`` (e.g. ``"rows/32"``), the default first;
+    one (the default alone) where nothing is worth measuring."""
+    base = default_tuning(caps)
+    table = SOFTWARE_CANDIDATES if caps.software else GPU_CANDIDATES
+    changes = table.get(family.split("/")[0], ({},))
+    found = [dataclasses.replace(base, **change) for change in changes]
+    if caps.software and len(found) > 1:
+        found.append(Tuning())
+    return tuple(dict.fromkeys(found))
+
+
+def probe_bytes(caps: Capabilities) -> int:
+    """Input bytes of a probe: past a GPU's last-level cache, small on a CPU."""
+    want = 1 << 20 if caps.software else 128 << 20
+    return max(1 << 20, min(want, caps.max_storage_binding // 2, caps.max_buffer // 4))
+
+
+def probe(family: str, caps: Capabilities) -> ArgReduction:
+    """The reduction a family is measured on: about ``probe_bytes`` of input, shaped as one
+    representative of the family (``families`` keeps those whose probe is of its family)."""
+    name, bits = family.split("/")
+    size = int(bits) // 8
+    nbytes = probe_bytes(caps)
+    short = min(256, default_tuning(caps).rows_max_bytes)  # bytes of a row of short_rows
+    row = min(16384, nbytes // 4096)  # bytes of a row of rows: a few thousand rows, unsplit
+    inner = min(16384, nbytes // 512)  # bytes of an inner row of multi_axis: a few of 256 outputs each
+    shapes = {
+        "rows": ((nbytes // row, row // size), (1,)),
+        "short_rows": ((nbytes // short, short // size), (1,)),
+        "few_rows": ((64, max(1024, min(nbytes // size // 64, 262144))), (1,)),
+        "single": ((nbytes // size,), (0,)),
+        "multi_axis": ((max(2, nbytes // (256 * inner)), 256, inner // size), (0, 2)),
+        "columns": ((max(4, nbytes // 16384), 16384 // size), (0,)),
+    }
+    sizes, axes = shapes[name]
+    return ArgMaxOperatorDesc(TensorDesc(DataType.parse(PROBE_TYPES[int(bits)], "data_type"), tuple(sizes)),
+                              axes=tuple(axes)).lower()
+
+
+def families(caps: Capabilities) -> list[str]:
+    """The families a calibration measures on such an adapter: each with candidates to choose
+    between, for every element width whose probe is of that family (8-byte elements never
+    take the short-rows or columns kernels, for one)."""
+    table = SOFTWARE_CANDIDATES if caps.software else GPU_CANDIDATES
+    found = [f"{name}/{bits}" for name in table for bits in PROBE_TYPES]
+    return [f for f in found if len(candidates(caps, f)) > 1 and family_of(probe(f, caps), caps, default_tuning(caps)) == f]
+
+
+def choose(seconds: list[float]) -> int:
+    """The candidate to keep, from each one's median seconds (the default first): the fastest,
+    unless the default is within ``MARGIN`` of it."""
+    best = min(range(len(seconds)), key=lambda i: seconds[i])
+    return 0 if seconds[0] <= seconds[best] * (1 + MARGIN) else best
+
+
+def tuning_changes(tuning: Tuning, base: Tuning) -> dict:
+    """The fields of ``tuning`` that differ from ``base``, as plain data."""
+    return {f.name: getattr(tuning, f.name) for f in dataclasses.fields(Tuning)
+            if getattr(tuning, f.name) != getattr(base, f.name)}
+
+
+def from_choices(caps: Capabilities, chosen: dict[str, dict]) -> Tunings:
+    """The ``Tunings`` of an adapter whose families chose these changes to its default; fields
+    this version of ``Tuning`` does not have are ignored (a cache written by another version)."""
+    base = default_tuning(caps)
+    names = {f.name for f in dataclasses.fields(Tuning)}
+    families = tuple(sorted((family, dataclasses.replace(base, **{k: v for k, v in changes.items() if k in names}))
+                            for family, changes in chosen.items()))
+    return Tunings(default=base, families=families)
+
+
+def table_digest(caps: Capabilities) -> str:
+    """A digest of what a calibration measures on such an adapter (defaults, candidates,
+    probes): a cache made under another table is not reused."""
+    table = SOFTWARE_CANDIDATES if caps.software else GPU_CANDIDATES
+    text = json.dumps([dataclasses.asdict(default_tuning(caps)), table, probe_bytes(caps), MARGIN, PROBE_TYPES],
+                      sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def rate(nbytes: int, seconds: float) -> str:
+    """GB/s, for reports."""
+    return f"{nbytes / seconds / 1e9:.1f} GB/s" if seconds > 0 and math.isfinite(seconds) else "-"

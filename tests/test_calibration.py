@@ -1,0 +1,159 @@
+"""Calibration on the adapter in hand (calibration.py): a family measured once, its choice kept
+on disk and reused, the switches, ``dmlgpu tune``, several processes at once, and the notice of
+a software adapter."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dmlgpu
+from dmlgpu import ArgMaxOperatorDesc, TensorDesc, oracle
+from dmlgpu.calibration import Calibration
+from dmlgpu.plan import Tuning, Tunings
+from dmlgpu.tuning import default_tuning
+
+#: rows/32 on either kind of adapter's defaults: a few thousand rows, unsplit
+ROWS = ArgMaxOperatorDesc(TensorDesc("FLOAT32", [4096, 64]), axes=[1])
+
+
+@pytest.fixture
+def tuned(tmp_path, monkeypatch):
+    """Calibration on (CPU adapters too), its cache in a fresh folder."""
+    monkeypatch.setenv("DMLGPU_TUNE", "1")
+    monkeypatch.setenv("DMLGPU_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def check(device, desc):
+    x = np.random.default_rng(1).random(desc.lower().input.sizes, dtype=np.float32)
+    op = device.compile(desc)
+    np.testing.assert_array_equal(op(x), oracle.evaluate(desc, x))
+    return op
+
+
+def test_a_family_is_measured_once_and_its_choice_kept_on_disk(tuned, monkeypatch):
+    with dmlgpu.Device() as device:
+        family = device.calibration.tunings  # nothing chosen yet
+        assert family.families == ()
+        op = check(device, ROWS)
+        (report,) = device.calibration.reports
+        assert len(report.seconds) == len(report.changes) >= 2 and all(s > 0 for s in report.seconds)
+        assert op.tuning == device.calibration.tunings.for_family(report.family)
+        check(device, ArgMaxOperatorDesc(TensorDesc("FLOAT32", [8192, 64]), axes=[1]))  # same family: not again
+        assert len(device.calibration.reports) == 1
+        path = device.calibration.path
+    kept = json.loads(path.read_text())
+    assert kept["key"]["adapter"] == device.name and report.family in kept["chosen"]
+    assert [p.name for p in tuned.iterdir()] == [path.name]  # no temporary file left
+
+    def refuse(self, family):
+        raise AssertionError(f"{family} measured again")
+
+    monkeypatch.setattr(Calibration, "_measure", refuse)
+    with dmlgpu.Device() as again:  # a later process: read, not measured
+        assert report.family in again.calibration.chosen
+        assert check(again, ROWS).tuning == op.tuning
+
+
+def test_an_unreadable_cache_is_measured_again_and_rewritten(tuned):
+    with dmlgpu.Device() as device:
+        path = device.calibration.path
+    path.write_text("{not json")
+    with dmlgpu.Device() as device:
+        assert device.calibration.chosen == {}
+        check(device, ROWS)
+        assert len(device.calibration.reports) == 1
+    assert json.loads(path.read_text())["chosen"]
+
+
+def test_a_cache_of_another_key_is_not_used(tuned):
+    with dmlgpu.Device() as device:
+        check(device, ROWS)
+        path = device.calibration.path
+    kept = json.loads(path.read_text())
+    kept["key"]["driver"] = "another driver"
+    kept["chosen"] = {family: {"workgroup_size": 2} for family in kept["chosen"]}
+    path.write_text(json.dumps(kept))
+    with dmlgpu.Device() as device:
+        assert device.calibration.chosen == {}
+
+
+def test_off_gives_the_built_in_tunings_and_touches_no_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("DMLGPU_TUNE", "0")
+    monkeypatch.setenv("DMLGPU_CACHE_DIR", str(tmp_path / "cache"))
+    with dmlgpu.Device() as device:
+        op = check(device, ROWS)
+        assert op.tuning == default_tuning(device.runner.capabilities)
+        assert device.calibration.reports == []
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_cpu_adapter_measures_nothing_on_its_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("DMLGPU_TUNE", "auto")
+    monkeypatch.setenv("DMLGPU_CACHE_DIR", str(tmp_path))
+    with dmlgpu.Device() as device:
+        check(device, ROWS)
+        software = device.runner.capabilities.software
+        assert (device.calibration.reports == []) == software  # a GPU measures, a CPU adapter does not
+
+
+def test_a_given_tuning_is_used_as_it_is(tuned):
+    with dmlgpu.Device(tuning=Tuning(workgroup_size=64, loads_per_thread=2)) as device:
+        assert device.calibration is None
+        op = check(device, ROWS)
+        assert op.tuning == Tuning(workgroup_size=64, loads_per_thread=2) and op.plan.workgroup_size == 64
+    with dmlgpu.Device(tuning=Tunings(default=Tuning(), families=(("short_rows/32", Tuning(loads_per_thread=2)),))) as d:
+        assert d.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", [4096, 64]), axes=[1])).plan.segment in (1, 8)
+    assert list(tuned.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["maybe", "2"])
+def test_a_bad_setting_is_refused_before_anything_is_opened(monkeypatch, value):
+    monkeypatch.setenv("DMLGPU_TUNE", value)
+    with pytest.raises(ValueError, match=f"DMLGPU_TUNE is '{value}', but it must be 0 .off., 1 .on. or auto"):
+        dmlgpu.Device()
+    monkeypatch.setenv("DMLGPU_TUNE", "0")
+    with pytest.raises(TypeError, match="tuning must be a dmlgpu.plan.Tuning or Tunings, not dict"):
+        dmlgpu.Device(tuning={"workgroup_size": 64})
+    with dmlgpu.Device() as device:  # the next valid call works
+        check(device, ROWS)
+
+
+def _tune(cache, *families):
+    env = {**os.environ, "DMLGPU_CACHE_DIR": str(cache)}
+    return subprocess.Popen([sys.executable, "-m", "dmlgpu.cli", "tune", *(f"--family={f}" for f in families)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_dmlgpu_tune_says_what_it_chose_and_why_and_processes_at_once_keep_a_readable_cache(tmp_path):
+    runs = [_tune(tmp_path, "single/8"), _tune(tmp_path, "columns/8")]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    for run, (out, err) in zip(runs, outputs):
+        assert run.returncode == 0, err
+        assert "1 families measured in" in out and "->" in out and "us (" in out, out
+    assert "single/8" in outputs[0][0] and "columns/8" in outputs[1][0]
+    (cache,) = tmp_path.iterdir()  # one file, no temporaries
+    kept = json.loads(cache.read_text())
+    assert set(kept["chosen"]) & {"single/8", "columns/8"}
+    assert "adapter" in kept["key"] and "driver" in kept["key"]
+
+
+def test_a_default_software_adapter_is_noticed_once_unless_chosen_or_silenced():
+    script = ("import numpy as np, dmlgpu; x = np.ones(4, np.float32); dmlgpu.argmax(x, 0); dmlgpu.Device().close(); "
+              "print(dmlgpu.default_device().runner.capabilities.software)")
+    env = {k: v for k, v in os.environ.items() if k not in ("DMLGPU_ADAPTER", "DMLGPU_SOFTWARE_NOTICE")}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    software = run.stdout.strip() == "True"
+    assert run.stderr.count("SoftwareAdapterWarning") == (1 if software else 0), run.stderr
+    if software:
+        assert "NumPy's own argmax may be faster" in run.stderr and "DMLGPU_SOFTWARE_NOTICE=0" in run.stderr
+        name = dmlgpu.default_device().name.split()[0]
+        for quiet in ({"DMLGPU_ADAPTER": name}, {"DMLGPU_SOFTWARE_NOTICE": "0"}):
+            run = subprocess.run([sys.executable, "-c", script], env={**env, **quiet}, capture_output=True, text=True,
+                                 timeout=120)
+            assert run.returncode == 0 and "SoftwareAdapterWarning" not in run.stderr, run.stderr

@@ -1,0 +1,122 @@
+"""Families of shapes, the tunings an adapter gets, and the choice from measurements: pure
+Python, no GPU (tuning.py, plan.family_of, plan.Tunings)."""
+
+import dataclasses
+import json
+
+import pytest
+
+from dmlgpu import ArgMaxOperatorDesc, TensorDesc
+from dmlgpu.pieces import schedule
+from dmlgpu.plan import Capabilities, Tuning, Tunings, family_of, plan
+from dmlgpu.tuning import (GPU_CANDIDATES, MARGIN, SOFTWARE_TUNING, candidates, choose, default_tuning, families,
+                           from_choices, probe, probe_bytes, table_digest, tuning_changes)
+from dmlgpu.types import NanMode
+
+GPU = Capabilities(max_storage_binding=2**31 - 4, max_buffer=2**32, subgroups=True, shader_int64=True,
+                   int64_atomics=True)
+CPU = Capabilities(max_storage_binding=2**27, max_buffer=2**31 - 1, subgroups=True, shader_int64=True, software=True)
+
+
+def red(sizes, axes, data_type="FLOAT32"):
+    return ArgMaxOperatorDesc(TensorDesc(data_type, list(sizes)), axes=list(axes)).lower()
+
+
+@pytest.mark.parametrize("sizes, axes, data_type, family", [
+    ((4096, 65536), [1], "FLOAT32", "rows/32"),
+    ((4096, 65536), [1], "INT8", "rows/8"),
+    ((65536, 4096), [0], "FLOAT32", "columns/32"),
+    ((16, 21, 512, 512), [1], "FLOAT32", "columns/32"),
+    ((4194304, 64), [1], "FLOAT32", "short_rows/32"),
+    ((33554432, 3), [1], "FLOAT32", "narrow_rows/32"),
+    ((64, 256, 4096), [0, 2], "FLOAT32", "multi_axis/32"),
+    ((16384, 16384), [0, 1], "FLOAT32", "single/32"),
+    ((1, 151936), [1], "FLOAT32", "single/32"),
+    ((64, 151936), [1], "FLOAT16", "few_rows/16"),
+    ((1000, 3), [0], "FLOAT32", "thread/32"),
+    ((1000, 8), [0], "INT64", "thread/64"),
+])
+def test_family_of_the_suites_shapes(sizes, axes, data_type, family):
+    assert family_of(red(sizes, axes, data_type), GPU) == family
+
+
+def test_a_family_is_decided_under_the_tuning_given():
+    # 64 rows of 16384: several chunks a row on a CPU adapter's defaults, one on a GPU's
+    assert family_of(red((64, 16384), [1]), GPU) == "rows/32"
+    assert family_of(red((64, 16384), [1]), CPU, SOFTWARE_TUNING) == "few_rows/32"
+
+
+def test_tunings_pick_the_familys_tuning_and_plan_as_that_tuning_would():
+    rows64 = Tuning(loads_per_thread=2)
+    tunings = Tunings(default=Tuning(), families=(("short_rows/32", rows64),))
+    short, long = red((4194304, 64), [1]), red((4096, 65536), [1])
+    assert tunings.for_reduction(short, GPU) == rows64
+    assert tunings.for_reduction(long, GPU) == Tuning()
+    assert plan(short, GPU, NanMode.IGNORE, tunings) == plan(short, GPU, NanMode.IGNORE, rows64)
+    assert plan(short, GPU, NanMode.IGNORE, tunings).segment == 8  # 16 quads, 2 a thread
+    assert plan(long, GPU, NanMode.IGNORE, tunings) == plan(long, GPU, NanMode.IGNORE, Tuning())
+    assert schedule(short, GPU, NanMode.IGNORE, tunings) == schedule(short, GPU, NanMode.IGNORE, rows64)
+
+
+def test_a_cpu_adapter_gets_a_thread_a_row_and_no_barriers():
+    assert default_tuning(CPU) == SOFTWARE_TUNING and default_tuning(GPU) == Tuning()
+    rows = plan(red((4096, 16384), [1]), CPU, NanMode.IGNORE, SOFTWARE_TUNING)
+    assert (rows.kernel, rows.segment, rows.workgroup_size, rows.subgroups) == ("reduce_segments", 1, 8, False)
+    one = plan(red((1, 151936), [1]), CPU, NanMode.IGNORE, SOFTWARE_TUNING)
+    assert one.segment == 1 and 16 <= one.split <= 512 and one.merge_kernel  # a few hundred chunks, merged
+    short = plan(red((100000, 3), [1]), CPU, NanMode.IGNORE, SOFTWARE_TUNING)
+    assert short.kernel == "reduce_rows" and not short.row_stage  # each thread stores its own rows
+    staged = plan(red((100000, 3), [1]), GPU, NanMode.IGNORE, Tuning())
+    assert staged.row_stage
+
+
+def test_candidates_start_with_the_default_and_a_cpu_adapter_also_tries_the_gpus():
+    for family in families(GPU):
+        found = candidates(GPU, family)
+        assert found[0] == Tuning() and len(found) == len(set(found)) > 1
+    for family in families(CPU):
+        found = candidates(CPU, family)
+        assert found[0] == SOFTWARE_TUNING and found[-1] == Tuning()
+    assert candidates(GPU, "thread/32") == (Tuning(),)  # nothing to choose between
+
+
+@pytest.mark.parametrize("caps", [GPU, CPU], ids=["gpu", "cpu"])
+def test_every_measured_familys_probe_is_of_that_family(caps):
+    measured = families(caps)
+    assert {"rows/32", "short_rows/32", "few_rows/16", "single/32", "columns/32"} <= set(measured)
+    assert "columns/64" not in measured and "short_rows/64" not in measured  # 8-byte types never take them
+    for family in measured:
+        probed = probe(family, caps)
+        assert family_of(probed, caps, default_tuning(caps)) == family, family
+        nbytes = probed.input.total_tensor_size_in_bytes
+        least = 1 << 16 if family.startswith("few_rows") else probe_bytes(caps) // 4  # a batch of rows, as an LLM's
+        assert least <= nbytes <= probe_bytes(caps) * 2, (family, nbytes)
+        assert nbytes <= caps.max_storage_binding
+
+
+def test_choose_keeps_the_default_unless_a_candidate_beats_it_by_the_margin():
+    assert choose([1.0, 0.9, 0.95]) == 1
+    assert choose([1.0, 1.0 / (1 + MARGIN) + 1e-9]) == 0  # within the margin
+    assert choose([1.0, 1.0 / (1 + MARGIN) - 1e-3]) == 1
+    assert choose([0.5, 0.9]) == 0
+
+
+def test_choices_round_trip_as_changes_and_unknown_fields_are_ignored():
+    chosen = {"rows/32": tuning_changes(Tuning(workgroup_size=128), Tuning()), "columns/32": {}}
+    assert chosen["rows/32"] == {"workgroup_size": 128}
+    tunings = from_choices(GPU, json.loads(json.dumps({**chosen, "single/32": {"no_such_field": 3}})))
+    assert tunings.for_family("rows/32") == Tuning(workgroup_size=128)
+    assert tunings.for_family("columns/32") == Tuning() == tunings.for_family("single/32")
+    assert tunings.for_family("never/8") == tunings.default == Tuning()
+    assert from_choices(CPU, {"rows/32": {"workgroup_size": 64}}).for_family("rows/32") == dataclasses.replace(
+        SOFTWARE_TUNING, workgroup_size=64)
+
+
+def test_the_table_digest_changes_with_the_table():
+    before = table_digest(GPU)
+    assert before == table_digest(GPU) and before != table_digest(CPU)
+    GPU_CANDIDATES["rows"] = (*GPU_CANDIDATES["rows"], {"batch": 4})
+    try:
+        assert table_digest(GPU) != before
+    finally:
+        GPU_CANDIDATES["rows"] = GPU_CANDIDATES["rows"][:-1]
