@@ -1,7 +1,7 @@
 """What bounds an argmax on a software adapter (lavapipe): ours beside np.argmax and beside bare
 kernels that only read the same bytes, in one process, interleaved.
 
-    python benchmarks/software_bound.py [--rows 4096] [--cols 16384] [--rounds 5]
+    python benchmarks/studies/software_bound.py [--rows 4096] [--cols 16384] [--rounds 5]
 
 FLOAT32 (rows, cols) over axis 1 (issue 33's case: (4096, 16384), 256 MiB). Timed, wall clock,
 each round in turn: ``np.argmax``; dmlgpu with NumPy in (``op(x)``) and on a resident input
