@@ -78,6 +78,8 @@ def _output_type(value) -> DataType:
     if isinstance(value, (str, DataType)):
         return DataType.parse(value, "output_data_type")
     try:
+        if value is None:  # np.dtype(None) is float64, which no one means by None
+            raise TypeError
         np.dtype(value)
     except (TypeError, ValueError):  # NumPy's message would not name the argument
         raise TypeError(f"output_data_type must be a DataType, a string or a NumPy integer type, not "

@@ -51,24 +51,25 @@ class BufferBinding:
 
 @dataclasses.dataclass(frozen=True)
 class BindingProperties:
-    """``DML_BINDING_PROPERTIES``: the bytes of the temporary resource a dispatch needs (the
-    partial pairs between a split's first pass and its merge; 0 where there is none) and of
-    the persistent resource (always 0: an operator keeps the words its racing passes share
+    """``DML_BINDING_PROPERTIES``: the least bytes of the temporary resource a dispatch needs
+    bound (the partial pairs between a split's first pass and its merge; 0: none is needed) and
+    of the persistent resource (always 0: an operator keeps the words its racing passes share
     itself, zeroed when it is compiled, and every dispatch leaves them zero).
-    ``RequiredDescriptorCount`` has no counterpart: wgpu has no descriptor heaps."""
+    ``RequiredDescriptorCount`` has no counterpart: wgpu has no descriptor heaps. As in
+    DirectML, an input or output binding needs only its tensor's ``total_tensor_size_in_bytes``
+    (``TotalTensorSizeInBytes``), which no property repeats."""
 
     temporary_resource_size: int
     persistent_resource_size: int = 0
 
 
-def _round16(n: int) -> int:
-    return (n + 15) & ~15
-
-
 def tensor_needs(desc: "TensorDesc", spans) -> list[int]:
-    """The bytes of a tensor that each of its buffers holds (``pieces.buffer_spans``)."""
+    """The bytes of a tensor that each of its buffers holds (``pieces.buffer_spans``), in whole
+    4-byte words: for a tensor in one buffer, its ``total_tensor_size_in_bytes``, which
+    DirectML's ``DMLCalcBufferTensorSize`` rounds up to 4 (a bound buffer's size is
+    DWORD-aligned), and all that a binding of it must hold."""
     total = desc.total_tensor_size_in_bytes
-    return [min(nbytes, total - first) for first, nbytes in spans]
+    return [min(nbytes, (total - first + 3) & ~3) for first, nbytes in spans]
 
 
 def _as_list(field: str, value) -> list:
@@ -92,8 +93,10 @@ def _as_list(field: str, value) -> list:
 
 
 # Long: one rule after another, in the order a reader checks a binding, each with its message.
-def _checked(name: str, b: BufferBinding, need: int, what: str, device: "Device", reads: bool) -> BufferBinding:
-    """One binding held to the rules (module docstring), with its size filled in."""
+def _checked(name: str, b: BufferBinding, need: int, what: str, device: "Device") -> BufferBinding:
+    """One binding held to the rules (module docstring), with its size filled in. What it must
+    hold is DirectML's rule and no more: ``need`` bytes from its offset (an input's last quad
+    may end inside it: the kernels read that quad's words, ``shaders/load_quads.wgsl``)."""
     buffer = b.buffer
     if not is_buffer(buffer):
         raise TypeError(f"{name}.buffer must be a wgpu.GPUBuffer, not {type(buffer).__name__}")
@@ -114,20 +117,17 @@ def _checked(name: str, b: BufferBinding, need: int, what: str, device: "Device"
     if size > room:
         raise DataError(f"{name}.size is {size}, but its buffer holds only {room} bytes from offset {b.offset}")
     if size < need:
-        raise DataError(f"{name}.size is {size}, but it must be at least {what} ({need})")
-    if reads and room < _round16(need):
-        raise DataError(f"{name}.buffer holds {room} bytes from offset {b.offset}, but an input is read in whole "
-                        f"16-byte quads: it must hold {_round16(need)} ({what}, {need}, rounded up to 16); "
-                        f"the bytes past the tensor are read, never used")
+        held = f"{name}.size is {size}" if b.size is not None else \
+            f"{name} holds {size} bytes from offset {b.offset} (the rest of its buffer)"
+        raise DataError(f"{held}, but it must be at least {what} ({need})")
     return BufferBinding(buffer, b.offset, size)
 
 
-def checked_bindings(field: str, value, desc: "TensorDesc", spans, device: "Device",
-                     reads: bool = False) -> tuple[BufferBinding, ...]:
+def checked_bindings(field: str, value, desc: "TensorDesc", spans, device: "Device") -> tuple[BufferBinding, ...]:
     """``value`` (see ``_as_list``) bound for a tensor of ``desc`` held in buffers ``spans``
     (``pieces.buffer_spans``: one binding a buffer), each binding held to the rules, its size
-    filled in; ``reads``: the tensor is an input (read in whole 16-byte quads). Errors name
-    ``field`` (``field[k]`` for a tensor in several buffers), the value and the rule."""
+    filled in. Errors name ``field`` (``field[k]`` for a tensor in several buffers), the value
+    and the rule."""
     bindings = _as_list(field, value)
     if len(bindings) != len(spans):
         raise DataError(f"{field} is {len(bindings)} buffer bindings, but a tensor of {desc.data_type.name} "
@@ -136,7 +136,7 @@ def checked_bindings(field: str, value, desc: "TensorDesc", spans, device: "Devi
     out = []
     for k, (b, need) in enumerate(zip(bindings, tensor_needs(desc, spans))):
         what = "its tensor's total_tensor_size_in_bytes" if one else f"the bytes of its tensor that buffer {k} holds"
-        out.append(_checked(field if one else f"{field}[{k}]", b, need, what, device, reads))
+        out.append(_checked(field if one else f"{field}[{k}]", b, need, what, device))
     return tuple(out)
 
 
@@ -158,16 +158,16 @@ def check_apart(ranges: list[tuple[str, BufferBinding, int]]) -> None:
 
 
 def clears(bindings, needs) -> list[tuple]:
-    """(buffer, offset, size) of each binding's bytes of the tensor, in whole words: what a
-    HARDMAX zeroes before its passes write the ones."""
-    return [(b.buffer, b.offset, min((n + 3) & ~3, (b.buffer.size - b.offset) & ~3)) for b, n in zip(bindings, needs)]
+    """(buffer, offset, size) of each binding's bytes of the tensor (``needs``: ``tensor_needs``,
+    whole words that every binding holds): what a HARDMAX zeroes before its passes write the ones."""
+    return [(b.buffer, b.offset, n) for b, n in zip(bindings, needs)]
 
 
-def bases(bindings, output: bool) -> tuple:
+def bases(bindings) -> tuple:
     """(buffer, offset, end) of each binding, what ``operator.Program`` binds windows from: a
-    window ends at most at ``end`` (an input: its buffer's end, as it is read in whole quads; an
-    output: its binding's end, in whole words)."""
-    return tuple((b.buffer, b.offset, b.offset + (b.size & ~3) if output else b.buffer.size) for b in bindings)
+    window ends at most at ``end``, its binding's end in whole words, so that no pass reads or
+    writes a byte of the caller's beyond the binding."""
+    return tuple((b.buffer, b.offset, b.offset + (b.size & ~3)) for b in bindings)
 
 
 class BindingTable:
@@ -175,9 +175,8 @@ class BindingTable:
     caller's buffers its dispatch binds, each checked when it is bound (the buffer of the
     operator's wgpu device, STORAGE usage, the offset a multiple of the device's
     ``min_storage_buffer_offset_alignment``, the size at least the tensor's
-    ``total_tensor_size_in_bytes``, an input's buffer holding it rounded up to 16 bytes), and
-    the whole (``validate``: input and output bound, a temporary resource where one is needed,
-    nothing overlapping) before anything is recorded."""
+    ``total_tensor_size_in_bytes``), and the whole (``validate``: input and output bound, a
+    temporary resource where one is needed, nothing overlapping) before anything is recorded."""
 
     def __init__(self, operator: "CompiledOperator"):
         self.operator = operator
@@ -207,7 +206,7 @@ class BindingTable:
         None (unbound)."""
         op, value = self.operator, self._one("inputs", bindings)
         self.inputs = None if value is None else checked_bindings(
-            "input", value, op.input_desc, op.input_spans, op.device, reads=True)
+            "input", value, op.input_desc, op.input_spans, op.device)
         self._ready = None
 
     def bind_outputs(self, bindings) -> None:
@@ -221,7 +220,7 @@ class BindingTable:
         if binding is None:
             return None
         (b,) = _as_list(field, [binding])
-        return _checked(field, b, need, f"binding_properties.{field}_resource_size", self.operator.device, False)
+        return _checked(field, b, need, f"binding_properties.{field}_resource_size", self.operator.device)
 
     def bind_temporary_resource(self, binding) -> None:
         """DirectML's ``BindTemporaryResource``: a ``BufferBinding`` (or ``wgpu.GPUBuffer``) of at
@@ -256,6 +255,6 @@ class BindingTable:
             ranges.append(("temporary", self.temporary, need))
             temporary = (self.temporary.buffer, self.temporary.offset, need)
         check_apart(ranges)
-        self._ready = (bases(self.inputs, False), bases(self.outputs, True), temporary,
+        self._ready = (bases(self.inputs), bases(self.outputs), temporary,
                        clears(self.outputs, out_needs))
         return self._ready

@@ -58,7 +58,8 @@ def demo(device) -> int:
 
 def feature_level_lines() -> list[str]:
     """Each modelled feature level with the operators it has and what they take, grouped."""
-    from .types import DEFAULT_FEATURE_LEVEL, MODELLED_LEVELS, OPERATOR_SUPPORT, FeatureLevel, describe, support_at
+    from .types import (DEFAULT_FEATURE_LEVEL, EXTENSION_TYPES, MODELLED_LEVELS, OPERATOR_SUPPORT, FeatureLevel,
+                        describe, support_at)
 
     lines = [f"feature levels (Device(feature_level=...); the default is {DEFAULT_FEATURE_LEVEL.value}):"]
     for level in MODELLED_LEVELS:
@@ -73,6 +74,9 @@ def feature_level_lines() -> list[str]:
         for support, operators in groups.items():
             inputs, outputs, dimensions = describe(support)
             lines.append(f"    {', '.join(operators)}: {inputs} -> {outputs}; {dimensions} dimensions")
+    extension = ", ".join(t.name for t in EXTENSION_TYPES)
+    lines.append(f"  beyond DirectML, at every level: {extension} input to every operator there (HARDMAX: "
+                 f"{extension} out)")
     return lines
 
 
@@ -80,13 +84,14 @@ def info(as_json: bool, levels: bool = True) -> int:
     """List every adapter with its limits and features, then (``levels``) the feature levels
     with the operators and types each has."""
     from .runtime.adapters import adapter_summary, adapters
-    from .types import DEFAULT_FEATURE_LEVEL, level_table
+    from .types import DEFAULT_FEATURE_LEVEL, EXTENSION_TYPES, level_table
 
     summaries = [{"index": i, **adapter_summary(a)} for i, a in enumerate(adapters())]
     if as_json:
         report: dict = {"adapters": summaries}
         if levels:
-            report["feature_levels"] = {"default": DEFAULT_FEATURE_LEVEL.value, "levels": level_table()}
+            report["feature_levels"] = {"default": DEFAULT_FEATURE_LEVEL.value, "levels": level_table(),
+                                        "extension_types": [t.name for t in EXTENSION_TYPES]}
         print(json.dumps(report, indent=2))
         return 0
     if not summaries:

@@ -15,6 +15,8 @@ Deviations from DirectML, all deliberate:
   the sequences and are not stored.
 - ``output_tensor`` may be left out (``None``): it is then inferred, packed, with the
   input's type for HARDMAX and UINT32 for the index operators.
+- FLOAT64 inputs are taken by every operator, an extension beyond DirectML's tables
+  (``types.EXTENSION_TYPES``); HARDMAX's output is then FLOAT64 too.
 - A descriptor checks every rule of docs/semantics.md when it is constructed, so an
   invalid descriptor cannot exist. What depends on the device's feature level (whether the
   operator exists there, and the types and dimension counts it takes: ``OPERATOR_SUPPORT``
@@ -35,6 +37,7 @@ from .errors import DescriptorError
 from .tensor_desc import (TensorDesc, calc_buffer_tensor_size, check_keys, check_no_self_overlap, int_tuple,
                           json_int, json_list, packed_strides, set_field, shown, tensor_field)
 from .types import (
+    EXTENSION_TYPES,
     HARDMAX_TYPES,
     INDEX_TYPE_CAPACITY,
     AxisDirection,
@@ -182,7 +185,8 @@ def _check_index_operator(inp: TensorDesc, out: TensorDesc, axes: tuple[int, ...
 
 def _check_at_level(operator: str, inp: TensorDesc, out: TensorDesc, level) -> None:
     """Refuse what ``operator`` does not take at ``level``: the operator itself below the level
-    it appeared at, then input type, output type and dimension count (``OPERATOR_SUPPORT``)."""
+    it appeared at, then input type, output type and dimension count (``OPERATOR_SUPPORT``).
+    The extension's types (FLOAT64) are taken wherever the operator exists."""
     level = FeatureLevel.parse(level, "feature_level")
     support = support_at(operator, level)
     if support is None:
@@ -197,10 +201,11 @@ def _check_at_level(operator: str, inp: TensorDesc, out: TensorDesc, level) -> N
 
     at = f"{operator} at feature level {level.value}"
     inputs, outputs, dimensions = describe(support)
-    if inp.data_type not in support.inputs:
+    if inp.data_type not in support.inputs and inp.data_type not in EXTENSION_TYPES:
+        extension = ", ".join(t.name for t in EXTENSION_TYPES)
         raise DescriptorError(
             f"input_tensor.data_type is {inp.data_type.name}, but {at} takes {inputs}"
-            f"{from_level(lambda s: inp.data_type in s.inputs)}"
+            f"{from_level(lambda s: inp.data_type in s.inputs)} (and {extension}, beyond DirectML)"
         )
     if not support.output_is_input_type and out.data_type not in support.outputs:
         raise DescriptorError(
@@ -267,7 +272,8 @@ class ActivationHardmax1OperatorDesc:
         out = tensor_field(self.output_tensor, "output_tensor")
         if inp.data_type not in HARDMAX_TYPES:
             raise DescriptorError(
-                f"input_tensor.data_type is {inp.data_type.name}, but HARDMAX takes FLOAT32 or FLOAT16"
+                f"input_tensor.data_type is {inp.data_type.name}, but HARDMAX takes FLOAT32 or FLOAT16 "
+                f"(and FLOAT64, beyond DirectML)"
             )
         if out.data_type != inp.data_type:
             raise DescriptorError(

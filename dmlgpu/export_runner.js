@@ -15,7 +15,6 @@ export const bindingProperties = Object.freeze({ temporaryResourceSize: operator
 const fail = (message) => { throw new OperatorError(message); };
 const round = (n, to) => Math.ceil(n / to) * to;
 const shown = (x) => (x && typeof x === "object" ? x.constructor?.name ?? "object" : `${typeof x} ${x}`);
-const READ_INPUT = "@group(0) @binding(1) var<storage, read> ";
 
 function webgpu() {
   return globalThis.navigator?.gpu ?? fail("WebGPU is not available here: navigator.gpu is undefined (a browser " +
@@ -44,9 +43,12 @@ export async function requestDevice(adapterOptions = {}) {
 }
 
 /**
- * The pipeline of a WGSL text, made once per device for every dmlgpu module on it. `shared`: the
- * variant whose input is declared read_write, for a pass whose input and output lie in one buffer
- * (WebGPU refuses a buffer bound read-only and writable in one dispatch), made at once on first use.
+ * The pipeline of a WGSL text, made once per device for every dmlgpu module on it. Binding 4 is
+ * the input's range again, which a pass reading it in 16-byte quads declares as words (a range
+ * may end inside a quad). `shared`: for a pass whose input and output lie in one buffer (WebGPU
+ * refuses a buffer bound read-only and writable in one dispatch), the text being the pass's
+ * variant whose input is declared read_write and bound once (two writable bindings must not
+ * overlap), binding 4 then a small buffer no shader declares; made at once on first use.
  */
 function pipeline(device, text, shared = false) {
   const cache = device[Symbol.for("dmlgpu.pipelines")] ??= new Map();
@@ -55,11 +57,9 @@ function pipeline(device, text, shared = false) {
   const entry = (type) => ({ visibility: GPUShaderStage.COMPUTE, buffer: { type } });
   const group = device.createBindGroupLayout({
     entries: [entry("uniform"), entry(shared ? "storage" : "read-only-storage"), entry("storage")]
-      .map((e, binding) => ({ binding, ...e })),
+      .map((e, binding) => ({ binding, ...e })).concat({ binding: 4, ...entry("read-only-storage") }),
   });
-  const module = device.createShaderModule({
-    code: shared ? text.replace(READ_INPUT, READ_INPUT.replace("read>", "read_write>")) : text,
-  });
+  const module = device.createShaderModule({ code: text });
   const descriptor = { layout: device.createPipelineLayout({ bindGroupLayouts: [group] }), compute: { module } };
   const made = shared ? { pipeline: device.createComputePipeline(descriptor), group }
     : device.createComputePipelineAsync(descriptor).then((p) => ({ pipeline: p, group }), async (err) => {
@@ -72,7 +72,7 @@ function pipeline(device, text, shared = false) {
 }
 
 /** A tensor's bindings held to the rules of dmlgpu's binding.py: [buffer, offset, size, bytes used] each. */
-function bound(field, value, tensor, device, reads) {
+function bound(field, value, tensor, device) {
   const list = Array.isArray(value) ? value : [value];
   if (list.length !== tensor.buffers.length) {
     fail(`${field} is ${list.length} bindings, but this tensor is held in ${tensor.buffers.length} buffers (one binding a buffer)`);
@@ -91,10 +91,6 @@ function bound(field, value, tensor, device, reads) {
     const bytes = size ?? room;
     if (!(bytes <= room)) fail(`${name}.size is ${bytes}, but its buffer holds ${Math.max(room, 0)} bytes from offset ${offset}`);
     if (!(bytes >= need)) fail(`${name}.size is ${bytes}, but it must be at least ${need} (the tensor's bytes)`);
-    if (reads && room < round(need, 16)) {
-      fail(`${name}.buffer holds ${room} bytes from offset ${offset}, but an input is read in whole 16-byte quads: ` +
-        `it must hold ${round(need, 16)}`);
-    }
     return [buffer, offset, bytes, need];
   });
 }
@@ -114,8 +110,8 @@ class CompiledOperator {
     if (this.#last?.key.length === key.length && this.#last.key.every((v, i) => v === key[i])) return this.#last;
     const device = this.#device;
     if (!input || !output) fail(`the bindings have no ${input ? "output" : "input"}, but a dispatch needs one`);
-    const ins = bound("input", input, operator.input, device, true);
-    const outs = bound("output", output, operator.output, device, false);
+    const ins = bound("input", input, operator.input, device);
+    const outs = bound("output", output, operator.output, device);
     const named = (field, list) => list.map((b, k) => [list.length > 1 ? `${field}[${k}]` : field, b]);
     const ranges = [...named("input", ins), ...named("output", outs)];
     let scratch = null;
@@ -123,7 +119,7 @@ class CompiledOperator {
       const t = operator.temporaryBytes;
       temporary ?? fail(`temporary is ${temporary}, but this operator needs a temporary buffer of ${t} bytes ` +
         "(bindingProperties.temporaryResourceSize)");
-      const [b] = bound("temporary", temporary, { buffers: [[0, t, t]] }, device, false);
+      const [b] = bound("temporary", temporary, { buffers: [[0, t, t]] }, device);
       scratch = [b[0], b[1], t];
       ranges.push(["temporary", b]);
     }
@@ -139,20 +135,23 @@ class CompiledOperator {
       }
       return [buffer, offset, Math.min(round(need, 4), (buffer.size - offset) & ~3)];
     });
-    // A piece's window of a tensor's bindings: an input is read to its buffer's end, an output
-    // written to its binding's end in whole words (binding.py's bases); null: the temporary.
-    const window = (list, w, output) => {
+    // A piece's window of a tensor's bindings, to the binding's end in whole words at most, so
+    // that nothing past a binding is read or written (binding.py's bases); null: the temporary.
+    const window = (list, w) => {
       if (!w) return scratch;
       const [buffer, base, size] = list[w[0]];
       const start = base + w[1];
-      return [buffer, start, Math.min(w[2], (output ? base + (size & ~3) : buffer.size) - start)];
+      return [buffer, start, Math.min(w[2], base + (size & ~3) - start)];
     };
     const steps = operator.pieces.flatMap((piece, i) => piece.passes.map((pass, j) => {
-      const read = pass.reads === "input" ? window(ins, piece.input, false) : scratch;
-      const written = pass.writes === "output" ? window(outs, piece.output, true) : scratch;
-      const made = read[0] === written[0] ? pipeline(device, SHADERS[pass.shader], true) : this.#pipelines[pass.shader];
-      const entries = [[this.#uniforms[i][j], 0, pass.params.length * 4], read, written]
-        .map(([buffer, offset, size], binding) => ({ binding, resource: { buffer, offset, size } }));
+      const read = pass.reads === "input" ? window(ins, piece.input) : scratch;
+      const written = pass.writes === "output" ? window(outs, piece.output) : scratch;
+      const shared = read[0] === written[0];
+      const made = shared ? pipeline(device, SHADERS[pass.sharedShader], true) : this.#pipelines[pass.shader];
+      const noInput = () => device[Symbol.for("dmlgpu.noInput")] ??= device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
+      const again = shared ? [noInput(), 0, 16] : read;
+      const entries = [[this.#uniforms[i][j], 0, pass.params.length * 4], read, written, again]
+        .map(([buffer, offset, size], k) => ({ binding: k < 3 ? k : 4, resource: { buffer, offset, size } }));
       return [made.pipeline, device.createBindGroup({ layout: made.group, entries }), pass.grid];
     }));
     return this.#last = { key, clears, steps, outs };
@@ -257,7 +256,8 @@ export async function compile(device) {
   if (!(device instanceof GPUDevice)) fail(`device must be a GPUDevice, not ${shown(device)}`);
   const short = lacking(device);
   if (short) fail(`the device cannot run this operator: ${short} (requestDevice() asks for what it needs)`);
-  const pipelines = await Promise.all(SHADERS.map((text) => pipeline(device, text)));
+  const used = [...new Set(operator.pieces.flatMap((piece) => piece.passes.map((pass) => pass.shader)))];
+  const pipelines = Object.fromEntries(await Promise.all(used.map(async (i) => [i, await pipeline(device, SHADERS[i])])));
   const uniforms = operator.pieces.map((piece) => piece.passes.map(({ params }) => {
     const buffer = device.createBuffer({ size: params.length * 4, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
     new Uint32Array(buffer.getMappedRange()).set(params);

@@ -43,7 +43,7 @@ from .plan import WORKGROUP_STORAGE, Capabilities, Tuning, Tunings
 from .tensor_desc import TensorDesc
 from .tuning import default_tuning
 from .types import DataType, NanMode
-from .wgsl import passes
+from .wgsl import passes, writable_input
 
 #: The limits the planner reads, by WebGPU's name, with the ``Capabilities`` field each fills
 #: (their defaults, WebGPU's, are ``DEFAULT_CAPABILITIES``'s).
@@ -83,7 +83,7 @@ _TYPED_ARRAYS = {
     DataType.FLOAT32: "Float32Array", DataType.FLOAT16: "Uint16Array", DataType.UINT32: "Uint32Array",
     DataType.INT32: "Int32Array", DataType.UINT64: "BigUint64Array", DataType.INT64: "BigInt64Array",
     DataType.UINT16: "Uint16Array", DataType.INT16: "Int16Array", DataType.UINT8: "Uint8Array",
-    DataType.INT8: "Int8Array",
+    DataType.INT8: "Int8Array", DataType.FLOAT64: "Float64Array",
 }
 #: The version of what a module holds (its first line says it): raised when the plan's data
 #: changes shape, so that a page can tell which runner it has.
@@ -226,8 +226,10 @@ def module_data(desc, mode: NanMode, sched: Schedule, caps: Capabilities,
             raise ValueError("a racing plan binds 64-bit atomic words, which WebGPU does not have")
         steps = []
         for p in passes(piece.plan):
-            text = tuple(parts.setdefault(item, len(parts)) for item in browser_wgsl(p.source))
-            steps.append({"shader": shaders.setdefault(text, len(shaders)), "grid": list(p.grid),
+            text, shared = (tuple(parts.setdefault(item, len(parts)) for item in browser_wgsl(source))
+                            for source in (p.source, writable_input(p.source)))
+            steps.append({"shader": shaders.setdefault(text, len(shaders)),
+                          "sharedShader": shaders.setdefault(shared, len(shaders)), "grid": list(p.grid),
                           "params": [int(w) for w in p.params],
                           "reads": "temporary" if p.merging else "input",
                           "writes": "temporary" if p.writes_pairs else "output"})

@@ -14,8 +14,10 @@ row-major index is the C-order index into the flattened array. Results, result t
 for a bad axis, ``TypeError`` for a bad ``out``) are NumPy's. Extension: ``axis`` may be a
 tuple of axes, and the index is then the row-major flat index over those axes.
 
-``bool`` input is read as UINT8 through a view (no copy). A type DirectML's operators do not
-take (float64, complex, object, ...) raises ``TypeError``; nothing falls back to the CPU.
+``bool`` input is read as UINT8 through a view (no copy); float64, NumPy's default type, is
+reduced exactly, as every other type (FLOAT64: dmlgpu's extension beyond DirectML's types). A
+type the operators do not take (complex, longdouble, object, datetime, strings, ...) raises
+``TypeError``; nothing falls back to the CPU.
 
 ``nanargmax`` / ``nanargmin`` are NumPy's: NumPy replaces a float array's NaN by -inf (+inf),
 raises ``ValueError("All-NaN slice encountered")`` where ``np.all(isnan(a), axis)`` finds a
@@ -448,9 +450,8 @@ def _checked(a, op: str) -> np.ndarray:
     try:
         DataType.from_numpy(x.dtype)
     except TypeError:
-        hint = " (cast with .astype(np.float32))" if x.dtype.kind in "fc" else ""
         raise TypeError(
-            f"dmlgpu.numpy.{op} cannot take {x.dtype} input: DirectML's arg-reductions take "
-            f"{', '.join(SUPPORTED)}{hint}; it never falls back to the CPU"
+            f"dmlgpu.numpy.{op} cannot take {x.dtype} input: dmlgpu's arg-reductions take "
+            f"{', '.join(SUPPORTED)}; it never falls back to the CPU"
         ) from None
     return x

@@ -13,8 +13,10 @@ runs against it.
 What runs: graphs made only of ``ArgMax``, ``ArgMin`` (every opset: ``axis``, ``keepdims``,
 ``select_last_index``, which is DECREASING) and ``Hardmax`` (opsets 1-12: the input coerced to
 2-D at ``axis``, which is HARDMAX1 over the axes ``axis..rank-1``; 13 and later: one axis).
-Values between nodes stay on the GPU. Any other node, a type DirectML's operators do not take
-(DOUBLE, BFLOAT16, ...) or an attribute dmlgpu cannot honour is refused by ``prepare`` with a
+Values between nodes stay on the GPU. Types: FLOAT, FLOAT16, DOUBLE (exactly: FLOAT64, dmlgpu's
+extension beyond DirectML's types) and the eight integer types for ArgMax and ArgMin; FLOAT,
+FLOAT16 and DOUBLE for Hardmax. Any other node, a type the operators do not take (BFLOAT16,
+BOOL, ...) or an attribute dmlgpu cannot honour is refused by ``prepare`` with a
 ``dmlgpu.ModelError`` that names the node and its op type; nothing falls back to the CPU.
 A model that cannot be read (bytes protobuf cannot parse, a path that does not exist) or that
 ONNX's checker refuses raises ``ModelError`` too, with protobuf's or the checker's reason on
@@ -64,6 +66,7 @@ __all__ = ["DmlBackend", "DmlBackendRep", "prepare", "run_model", "run_node", "s
 DATA_TYPES: dict[int, DataType] = {
     TensorProto.FLOAT: DataType.FLOAT32,
     TensorProto.FLOAT16: DataType.FLOAT16,
+    TensorProto.DOUBLE: DataType.FLOAT64,
     TensorProto.UINT8: DataType.UINT8,
     TensorProto.INT8: DataType.INT8,
     TensorProto.UINT16: DataType.UINT16,
@@ -270,7 +273,7 @@ def _plan(model: onnx.ModelProto) -> tuple[list[_Step], dict, list[tuple[str, in
         allowed = HARDMAX_TYPES if node.op_type == "Hardmax" else tuple(DATA_TYPES.values())
         if DATA_TYPES.get(elem) not in allowed:
             names = ", ".join(_type_name(k) for k, v in DATA_TYPES.items() if v in allowed)
-            raise ModelError(f"{where}: input {source!r} has type {_type_name(elem)}, which DirectML's "
+            raise ModelError(f"{where}: input {source!r} has type {_type_name(elem)}, which dmlgpu's "
                              f"{'ACTIVATION_HARDMAX1' if node.op_type == 'Hardmax' else node.op_type.upper()} "
                              f"does not take; it takes {names}")
         rank = ranks.get(source)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import layout, wgsl
-from .binding import BindingProperties, BindingTable, bases, check_apart, checked_bindings, clears, named, tensor_needs
+from .binding import BindingProperties, BindingTable, bases, check_apart, clears, named, tensor_needs
 from .caches import LruCache
 from .desc import TensorDesc, lower
 from .errors import DataError
@@ -89,7 +89,7 @@ class Program:
         key = (tuple(input._buffers), input._where, tuple(output._buffers), output._where)
         bound = self._steps.get(key)
         if bound is None:
-            bound = self.bound(_tensor_bases(input, False), _tensor_bases(output, True), key=key)
+            bound = self.bound(_tensor_bases(input), _tensor_bases(output), key=key)
         return bound
 
     def bound(self, inputs: tuple, outputs: tuple, temporary: tuple | None = None, key=None) -> tuple:
@@ -126,7 +126,7 @@ class Program:
                 # one buffer read and written (programs.py says how)
                 shared = read is not None and written is not None and read[0] is written[0]
                 if shared:
-                    pipeline = programs.pipeline(source, shared=True)
+                    pipeline = programs.pipeline(wgsl.writable_input(source), shared=True)
                 steps.append((pipeline, programs.bind(params, read, written, self.race if races else None, shared), grid))
             by_piece.append(steps)
         return by_piece
@@ -138,11 +138,11 @@ class Program:
                 setattr(self, kept, None)
 
 
-def _tensor_bases(tensor: Tensor, output: bool) -> tuple:
+def _tensor_bases(tensor: Tensor) -> tuple:
     """(buffer, offset, end) of each of a tensor's buffers, as ``binding.bases`` gives them."""
     if tensor._where is None:
         return tuple((buffer, 0, buffer.size) for buffer in tensor._buffers)
-    return bases(tensor._bindings(), output)
+    return bases(tensor._bindings())
 
 
 class CompiledOperator:
@@ -185,9 +185,10 @@ class CompiledOperator:
 
     @property
     def binding_properties(self) -> BindingProperties:
-        """DirectML's ``GetBindingProperties``: the bytes of the temporary resource a recorded
-        dispatch needs bound (the scratch of a split's partial pairs; 0 where it has none) and of
-        the persistent resource (0)."""
+        """DirectML's ``GetBindingProperties``: the least bytes of the temporary resource a
+        recorded dispatch needs bound (the scratch of a split's partial pairs; 0 where it has
+        none) and of the persistent resource (0). Input and output bindings need their tensors'
+        ``total_tensor_size_in_bytes`` and no more."""
         return BindingProperties(self._program.scratch_bytes, 0)
 
     def binding_table(self, input=None, output=None, temporary=None, persistent=None) -> BindingTable:
@@ -236,11 +237,9 @@ class CompiledOperator:
         return export(self.desc, limits=limits, nan_mode=self.nan_mode, tuning=self.tuning)
 
     def _check_wrapped(self, input: Tensor, output: Tensor) -> None:
-        """A tensor over the caller's buffers (``Device.wrap``) as an input must hold its last
-        quad, and input and output must lie apart: as a binding table checks them."""
+        """Input and output, one of them over the caller's buffers (``Device.wrap``), must lie
+        apart, as a binding table checks them."""
         ins, outs = input._bindings(), output._bindings()
-        if input._where is not None:
-            checked_bindings("input", ins, self.input_desc, self.input_spans, self.device, reads=True)
         check_apart(named("input", ins, tensor_needs(self.input_desc, self.input_spans))
                     + named("output", outs, tensor_needs(self.output_desc, self.output_spans)))
 

@@ -7,7 +7,8 @@ How a slice is reduced, written with plain comparisons rather than bit tricks:
 
 1. the reduced axes move to the front in ascending order, so each slice is one column
    of length N and a position in it is the row-major index within the sub-tensor;
-2. the extreme of each slice is taken with NaN left out (``fmax``/``fmin``);
+2. the extreme of each slice is taken with NaN left out (NaN read as -inf for the maximum,
+   +inf for the minimum: NumPy's ``fmax`` reduction can lose a number beside a signalling NaN);
 3. the candidates are the positions equal to it (NaN equals nothing; ``-0.0 == +0.0``);
    under ``nan_mode="propagate"`` a slice holding a NaN has its NaNs as the candidates
    instead; a slice with no candidate (all NaN) has every position as one;
@@ -88,11 +89,11 @@ def _column_index(
 def _candidates(columns: np.ndarray, want_max: bool, mode: NanMode) -> np.ndarray:
     """Boolean mask of the positions tied for the extreme of each column, per
     docs/semantics.md#index-ties-floats-nan-integers."""
-    reduce = np.fmax if want_max else np.fmin  # both leave NaN out unless a column is all NaN
-    extreme = reduce.reduce(columns, axis=0, keepdims=True)
+    nan = np.isnan(columns) if columns.dtype.kind == "f" else None
+    numbers = columns if nan is None else np.where(nan, -np.inf if want_max else np.inf, columns)
+    extreme = (np.maximum if want_max else np.minimum).reduce(numbers, axis=0, keepdims=True)
     candidates = columns == extreme  # NaN equals nothing, so it is never a candidate here
-    if mode is NanMode.PROPAGATE and columns.dtype.kind == "f":
-        nan = np.isnan(columns)
+    if mode is NanMode.PROPAGATE and nan is not None:
         candidates = np.where(nan.any(axis=0, keepdims=True), nan, candidates)
     # An all-NaN slice has no candidate under "ignore": all its positions tie (docs/semantics.md).
     return candidates | ~candidates.any(axis=0, keepdims=True)
@@ -113,8 +114,9 @@ def order_keys(values: np.ndarray, *, want_max: bool, nan_mode: Union[str, NanMo
 
     ``want_max`` (ARGMAX, HARDMAX) keeps the values' order, ``want_max=False`` (ARGMIN)
     reverses it. Equal keys are exactly the ties of docs/semantics.md: integers map one to
-    one (64-bit included), ``-0.0`` and ``+0.0`` share a key, every NaN gets one key, the
-    lowest under ``nan_mode="ignore"`` and the highest under ``"propagate"``. So picking the
+    one (64-bit included), floats (float64 included) keep IEEE order, ``-0.0`` and ``+0.0``
+    share a key, every NaN gets one key, the lowest under ``nan_mode="ignore"`` and the
+    highest under ``"propagate"``. So picking the
     largest key, then the smallest index (INCREASING) or the largest (DECREASING) among
     equal keys, is this module's reduction, in any order of merging; ``dmlgpu.dask``
     combines partial results that way. (The shaders build the same order in WGSL, in
@@ -124,21 +126,24 @@ def order_keys(values: np.ndarray, *, want_max: bool, nan_mode: Union[str, NanMo
     values = np.asarray(values)
     values = values.astype(values.dtype.newbyteorder("="), copy=False)
     kind, bits = values.dtype.kind, values.dtype.itemsize * 8
+    if kind not in "uif" or bits > 64:
+        raise TypeError(f"values have dtype {values.dtype}, but order_keys takes the input types of "
+                        f"types.DataType (and bool read as uint8)")
     u = values.view(f"u{bits // 8}").astype(np.uint64)
     if kind == "u":
         return u if want_max else ~u
     if kind == "i":
         u ^= np.uint64(1 << (bits - 1))  # two's complement to offset binary: order kept
         return u if want_max else ~u
-    if kind != "f" or bits > 32:
-        raise TypeError(f"values have dtype {values.dtype}, but order_keys takes the ten input types "
-                        f"of docs/semantics.md")
-    sign = np.uint64(1 << (bits - 1))
+    sign, mask = np.uint64(1 << (bits - 1)), np.uint64((1 << bits) - 1)
+    inf = np.uint64(np.array(np.inf, values.dtype).view(f"u{bits // 8}"))
     u = np.where(values == 0, np.uint64(0), u)  # -0.0 takes +0.0's bits
-    ordered = np.where(u & sign, ~u & np.uint64((1 << bits) - 1), u | sign)  # in [0, 2**bits)
-    keys = ordered + np.uint64(1) if want_max else np.uint64(1 << bits) - ordered  # in [1, 2**bits]
-    nan_key = 0 if mode is NanMode.IGNORE else (1 << bits) + 1
-    return np.where(np.isnan(values), np.uint64(nan_key), keys)
+    # Negative numbers reverse their order: [-inf, +inf] maps onto [low, high], ascending.
+    ordered = np.where(u & sign, ~u & mask, u | sign)
+    low, high = ~(sign | inf) & mask, sign | inf
+    keys = ordered - low + np.uint64(1) if want_max else high - ordered + np.uint64(1)  # in [1, high - low + 1]
+    nan_key = np.uint64(0) if mode is NanMode.IGNORE else high - low + np.uint64(2)
+    return np.where(np.isnan(values), nan_key, keys)
 
 
 def argmax(

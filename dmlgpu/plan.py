@@ -70,7 +70,7 @@ class Tuning:
     #: In that walk, quads are first tested against the best key of the thread's subgroup
     #: (shared after every batch where a subgroup lies in one segment, else the thread's own),
     #: and only those that may win get exact keys; for walks of at least this many quads a
-    #: thread (0: never).
+    #: thread (0: never). 64-bit quads (walk_pairs.wgsl) are tested so too, on high words.
     skip_min_quads: int = 8
     #: reduce_columns: a thread takes this many neighbouring quads of outputs (1 or 2) where
     #: a kept row holds a whole number of them and the reduction is split (unsplit, a quad a
@@ -160,7 +160,7 @@ class Plan:
     """
 
     kernel: str  # the first pass's template: "reduce_segments", "reduce_rows", "reduce_thread" or "reduce_columns"
-    loader: str  # how elements are read: "load_packed", "load_quads" or "load_pairs"
+    loader: str  # how elements are read: "load_packed", "load_quads", "load_pairs" or "load_pair_quads"
     op: str  # "argmax", "argmin" or "hardmax"
     input_type: DataType
     output_type: DataType
@@ -303,12 +303,20 @@ def grid_for(count: int, max_per_dim: int) -> tuple[int, int, int]:
     return (x, y, z)
 
 
+def reads_quads(red: ArgReduction) -> bool:
+    """Whether the input may be read in 16-byte quads: it holds at least a quad's bytes. A
+    caller's binding holds only the tensor's ``total_tensor_size_in_bytes`` (docs/binding.md),
+    and a shader that declares its input as quads cannot be bound to fewer than 16 bytes."""
+    return red.input.total_tensor_size_in_bytes >= 16
+
+
 def elements_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...], in_base: int = 0) -> int:
     """Elements in a 16-byte load when the reduced rows are contiguous and every quad is
-    aligned, else 0. With several reduced dimensions the innermost must also be a whole
-    number of quads, so that no quad straddles two rows."""
+    aligned, else 0 (64-bit elements: 2, read by load_pair_quads). With several reduced
+    dimensions the innermost must also be a whole number of quads, so that no quad straddles
+    two rows."""
     size = red.input.data_type.size
-    if size > 4 or not reduced or reduced[-1].in_stride != 1:
+    if not reads_quads(red) or not reduced or reduced[-1].in_stride != 1:
         return 0
     per_quad = 16 // size
     outer = reduced[:-1]
@@ -322,7 +330,7 @@ def outputs_per_quad(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Di
     """Outputs whose elements share each 16-byte load when neighbouring outputs are
     contiguous and every quad is aligned (reductions over outer axes), else 0."""
     size = red.input.data_type.size
-    if size > 4 or not kept or kept[-1].in_stride != 1:
+    if size > 4 or not reads_quads(red) or not kept or kept[-1].in_stride != 1:
         return 0
     per_quad = 16 // size
     aligned = (in_base % per_quad == 0 and kept[-1].size % per_quad == 0
@@ -341,7 +349,7 @@ def row_blocks(red: ArgReduction, reduced: tuple[Dim, ...], kept: tuple[Dim, ...
     threads that load about ``loads_per_thread`` quads each.
     """
     size = red.input.data_type.size
-    if size > 4 or len(reduced) != 1 or len(kept) != 1 or not tuning.rows_max_bytes:
+    if size > 4 or not reads_quads(red) or len(reduced) != 1 or len(kept) != 1 or not tuning.rows_max_bytes:
         return None
     width = reduced[0].size
     if reduced[0].in_stride != 1 or kept[0].in_stride != width or width * size > tuning.rows_max_bytes:
@@ -451,14 +459,16 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     columns = outputs_per_quad(red, reduced, kept, in_base)
     kernel, wg, segment, block_rows, column_quads, split, chunk, groups = _kernel(
         red, kept, reduced, tuning, in_base, partials_only, count, outputs, per_quad, columns, most)
-    if red.input.data_type.size == 8:
-        loader = "load_pairs"
+    if red.input.data_type.size == 8:  # 64-bit elements: two a 16-byte load where rows allow it
+        loader = "load_pair_quads" if per_quad else "load_pairs"
     else:
         loader = "load_quads" if per_quad or kernel in ("reduce_columns", "reduce_rows") else "load_packed"
     # The batched walk reads quads of contiguous rows (or whole-quad inner rows); a thread
     # that walks many of them tests each against the best so far before keying it.
     batch = tuning.batch if kernel == "reduce_segments" and loader == "load_quads" else 0
-    skip_test = bool(batch and tuning.skip_min_quads and chunk // per_quad // segment >= tuning.skip_min_quads)
+    pairs = kernel == "reduce_segments" and loader == "load_pair_quads"  # walk_pairs.wgsl, which skips too
+    skip_test = bool((batch or pairs) and tuning.skip_min_quads
+                     and chunk // per_quad // segment >= tuning.skip_min_quads)
     race = (kernel in ("reduce_segments", "reduce_columns") and 1 < split <= tuning.race_max_chunks and caps.int64_atomics
             and red.input.data_type.size <= 4 and not partials_only)
     merge_kernel, merge_grid = (None, None) if partials_only or race else merge_pass(split, outputs, caps, tuning)

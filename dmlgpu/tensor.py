@@ -96,8 +96,7 @@ class Tensor:
         buffers dmlgpu made), flushing nothing."""
         if self._where is not None:
             return [BufferBinding(b, o, n) for b, o, n in zip(self._buffers, *self._where)]
-        needs = tensor_needs(self.desc, self._spans)
-        return [BufferBinding(b, 0, (n + 3) & ~3) for b, n in zip(self._buffers, needs)]
+        return [BufferBinding(b, 0, n) for b, n in zip(self._buffers, tensor_needs(self.desc, self._spans))]
 
     @property
     def bindings(self) -> list[BufferBinding]:

@@ -51,7 +51,7 @@ SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
 MARGIN = 0.02
 
 #: Data types of the probes, by element bits.
-PROBE_TYPES = {8: "INT8", 16: "FLOAT16", 32: "FLOAT32", 64: "INT64"}
+PROBE_TYPES = {8: "INT8", 16: "FLOAT16", 32: "FLOAT32", 64: "FLOAT64"}
 
 
 def default_tuning(caps: Capabilities) -> Tuning:

@@ -51,7 +51,9 @@ _NUMPY_DTYPES: dict = {}  # DataType -> its NumPy dtype (DataType.numpy)
 
 
 class DataType(_Parsable):
-    """DML_TENSOR_DATA_TYPE, restricted to the types these operators know."""
+    """DML_TENSOR_DATA_TYPE, restricted to the types these operators know: the ten of their
+    reference pages, and FLOAT64, which those pages do not list and dmlgpu takes as an
+    extension beyond DirectML (``EXTENSION_TYPES``)."""
 
     FLOAT32 = "float32"
     FLOAT16 = "float16"
@@ -63,6 +65,7 @@ class DataType(_Parsable):
     INT8 = "int8"
     UINT64 = "uint64"
     INT64 = "int64"
+    FLOAT64 = "float64"  # an extension beyond DirectML's tables for these operators
 
     @property
     def numpy(self) -> np.dtype:
@@ -79,7 +82,7 @@ class DataType(_Parsable):
 
     @property
     def is_float(self) -> bool:
-        return self in (DataType.FLOAT32, DataType.FLOAT16)
+        return self in (DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64)
 
     @classmethod
     def from_numpy(cls, dtype, field: str = "dtype") -> "DataType":
@@ -220,8 +223,16 @@ INDEX_TYPE_CAPACITY = {
 MAX_ELEMENTS = 2**32 - 1
 MAX_RANK = 8
 
+#: Input types beyond DirectML's tables: DirectML has FLOAT64 (DML_TENSOR_DATA_TYPE_FLOAT64), but
+#: no reference page of these operators lists it. dmlgpu takes it in every operator (for HARDMAX
+#: the output is FLOAT64 too), at every feature level where the operator exists, reduced as
+#: exactly as DirectML's own types: it is NumPy's default type. ``OPERATOR_SUPPORT`` stays as
+#: the pages state it; ``check_feature_level`` lets these types through beside it.
+EXTENSION_TYPES = (DataType.FLOAT64,)
+
 _FLOATS = (DataType.FLOAT32, DataType.FLOAT16)
-_NO_64_BIT = tuple(t for t in DataType if t not in (DataType.INT64, DataType.UINT64))
+_DIRECTML = tuple(t for t in DataType if t not in EXTENSION_TYPES)
+_NO_64_BIT = tuple(t for t in _DIRECTML if t not in (DataType.INT64, DataType.UINT64))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,7 +246,7 @@ class Support:
 
 
 _INDEX_3_0 = Support(_NO_64_BIT, tuple(INDEX_TYPE_CAPACITY), (1, MAX_RANK))
-_INDEX_4_1 = Support(tuple(DataType), tuple(INDEX_TYPE_CAPACITY), (1, MAX_RANK))
+_INDEX_4_1 = Support(_DIRECTML, tuple(INDEX_TYPE_CAPACITY), (1, MAX_RANK))
 _HARDMAX = Support(_FLOATS, _FLOATS, (1, MAX_RANK), output_is_input_type=True)
 
 #: Per operator (DML_OPERATOR_ name without the prefix), the feature level at which each
@@ -261,8 +272,9 @@ OPERATOR_SUPPORT: dict[str, dict[FeatureLevel, Support]] = {
     "ACTIVATION_HARDMAX1": {FeatureLevel.FL_5_1: _HARDMAX},
 }
 
-#: Input (and output) types of HARDMAX / HARDMAX1, at every level.
-HARDMAX_TYPES = _FLOATS
+#: Input (and output) types of HARDMAX / HARDMAX1, at every level: DirectML's two, and the
+#: extension's FLOAT64.
+HARDMAX_TYPES = _FLOATS + EXTENSION_TYPES
 
 #: The levels at which some operator's table changes, lowest first.
 MODELLED_LEVELS = tuple(sorted({level for rows in OPERATOR_SUPPORT.values() for level in rows}))

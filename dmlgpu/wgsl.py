@@ -43,14 +43,18 @@ def _key_parts(plan: Plan) -> tuple[list[str], dict]:
     """The key modules for the input type, and the constants they and the loader read."""
     t = plan.input_type
     consts: dict[str, int | bool] = {"MINIMIZE": plan.op == "argmin"}
+    nan_propagate = plan.nan_mode is NanMode.PROPAGATE
     if t.size == 8:
-        consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
-        return ["key_int64_native" if plan.int64 else "key_int64_words"], consts
+        if t.is_float:
+            consts["NAN_PROPAGATE"] = nan_propagate
+        else:
+            consts["SIGN_FLIP"] = 0x80000000 if t in _SIGNED else 0
+        return ["key_u64" if plan.int64 else "key_u64_words", "key_float64" if t.is_float else "key_int64"], consts
     consts["BITS"] = t.size * 8
     consts["NO_KEYS"] = plan.no_keys
     if t.is_float:
         sign, magnitude, inf = _FLOAT_BITS[t]
-        consts.update(F_SIGN=sign, F_ABS=magnitude, F_INF=inf, NAN_PROPAGATE=plan.nan_mode is NanMode.PROPAGATE)
+        consts.update(F_SIGN=sign, F_ABS=magnitude, F_INF=inf, NAN_PROPAGATE=nan_propagate)
         return ["key_u32", "key_float"], consts
     consts["SIGN_FLIP"] = 1 << (t.size * 8 - 1) if t in _SIGNED else 0
     return ["key_u32", "key_int"], consts
@@ -59,7 +63,7 @@ def _key_parts(plan: Plan) -> tuple[list[str], dict]:
 def _store_part(plan: Plan) -> str:
     """The module that writes the operator's result."""
     if plan.op == "hardmax":
-        return "store_one_f16" if plan.output_type is DataType.FLOAT16 else "store_one_f32"
+        return {DataType.FLOAT16: "store_one_f16", DataType.FLOAT64: "store_one_f64"}.get(plan.output_type, "store_one_f32")
     return "store_index64" if plan.output_type.size == 8 else "store_index32"
 
 
@@ -95,7 +99,8 @@ def shader_sources(plan: Plan) -> list[str]:
             stores = ["store_partial"]
         else:
             stores = [_store_part(plan), "store_direct"]
-        source = ["src_quads_wide" if plan.wide_loads else "src_quads"] if plan.loader == "load_quads" else []
+        quads = plan.loader in ("load_quads", "load_pair_quads")
+        source = ["src_quads_wide" if plan.wide_loads else "src_quads"] if quads else []
         passes.append(["common", *keys, *source, plan.loader, "fold", *stores, plan.kernel])
     if plan.merge_kernel:
         passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
@@ -103,10 +108,29 @@ def shader_sources(plan: Plan) -> list[str]:
     for parts in passes:  # kernels whose threads cooperate merge within segments
         if parts[-1] in ("reduce_segments", "reduce_rows", "merge_partials_workgroup"):
             parts[-1:-1] = cooperation
-        if parts[-1] == "reduce_segments":
-            parts[-1:-1] = ["walk_batched" if plan.batch else "walk_strided"]
+        if parts[-1] == "reduce_segments":  # 64-bit quads: their own walk (two loads, their skip test)
+            walk = "walk_pairs" if plan.loader == "load_pair_quads" else "walk_batched" if plan.batch else "walk_strided"
+            parts[-1:-1] = [walk]
     texts = [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
     return [unroll(text) for text in texts] if plan.unroll else texts
+
+
+_READ_INPUT = "@group(0) @binding(1) var<storage, read> "
+#: The modules that bind the input as quads, and again as words (binding 4).
+QUAD_SOURCES = ("src_quads", "src_quads_wide")
+
+
+def writable_input(source: str) -> str:
+    """A pass's WGSL for the shared layout (``runtime/programs.py``: its input in a buffer the
+    pass writes), its input declared ``read_write`` and bound once: a pass that reads quads
+    takes ``src_words.wgsl`` in place of ``src_quads*.wgsl``, whose second binding of the
+    input (binding 4) would overlap the first, which WebGPU refuses of writable bindings."""
+    for name in QUAD_SOURCES:
+        if template(name) in source:
+            return source.replace(template(name), template("src_words"))
+    if source.count(_READ_INPUT) != 1:
+        raise ValueError("a pass's WGSL declares its input once, as " + repr(_READ_INPUT.strip()))
+    return source.replace(_READ_INPUT, "@group(0) @binding(1) var<storage, read_write> ")
 
 
 _CONST = re.compile(r"^const (\w+)(?:: u32)? = ([^;]+);", re.MULTILINE)

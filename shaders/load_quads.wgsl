@@ -2,11 +2,17 @@
 // to 16 bytes: read as quads of words (one 16-byte load, quad() of src_quads*.wgsl), the
 // ragged tail one by one.
 // Constants: BITS (PER_WORD and BIT_MASK from key_u32.wgsl).
+//
+// The bound range may end inside a quad: a caller's binding holds the tensor's
+// total_tensor_size_in_bytes, a multiple of 4 (docs/binding.md). quad() then reaches only its
+// whole quads (quad_count), and an index past them would be clamped to other data, so the
+// elements read one by one (the ragged tails here, and the last rows of reduce_rows) are read
+// as words, from `src_words` (the src_*.wgsl module declares it).
 
 const PER_QUAD: u32 = 4u * PER_WORD;
 
 fn load_key(e: u32) -> Key {
-    return key_of_bits(quad_bits(quad(e / PER_QUAD), e % PER_QUAD));
+    return key_of_bits((src_words[e / PER_WORD] >> ((e % PER_WORD) * BITS)) & BIT_MASK);
 }
 
 fn quad_bits(words: vec4<u32>, j: u32) -> u32 {

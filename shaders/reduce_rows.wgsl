@@ -6,7 +6,10 @@
 // constants once the loops are written out. With SEG > 1 (one row a block) each thread
 // folds its quads and the segment merges (tree_*.wgsl). Workgroups stride over tiles of
 // WG / SEG blocks, so no row costs a division. The plan chose ROW, ROWS and SEG, and checked
-// that the rows are packed and the first is aligned to a quad.
+// that the rows are packed and the first is aligned to a quad. The last block may end inside
+// a quad, or past the bound range: the tiles whose blocks lie wholly inside it are the hot
+// loop, their quads loaded as they are; the last tile or two follow, a row a thread, each
+// element read as a word (load_key).
 // ROW_STAGE (SEG = 1): a tile's results go through workgroup memory, so that consecutive
 // threads store consecutive rows.
 // Constants: WG, SEG, ROW, ROWS, ROW_STAGE.
@@ -26,8 +29,12 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
     let blocks = (rows + ROWS - 1u) / ROWS;
     let tiles = (blocks + WG / SEG - 1u) / (WG / SEG);
     let first_quad = params.piece.x / PER_QUAD;
+    // The tiles of blocks wholly inside the bound range.
+    let whole_tiles = min(blocks, (quad_count() - first_quad) / BLOCK_QUADS) / (WG / SEG);
+    let stride = grid.x * grid.y * grid.z;
+    var tile = workgroup_index(wid);
     // The trip count is the workgroup's: every thread reaches the tree's barriers.
-    for (var tile = workgroup_index(wid); tile < tiles; tile += grid.x * grid.y * grid.z) {
+    for (; tile < whole_tiles; tile += stride) {
         // Segments past the last block redo it and store nothing.
         let wanted = tile * (WG / SEG) + inv.lid / SEG;
         let block = min(wanted, blocks - 1u);
@@ -77,6 +84,18 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
             best = segment_best(inv, best, SEG);
             if (lane == 0u && wanted < blocks) {
                 store_result(block, kept_offsets(block).y, best);
+            }
+        }
+    }
+    // The rest, the last tile or two: a block's rows one by one, their elements read as words.
+    for (; tile < tiles; tile += stride) {
+        let block = tile * (WG / SEG) + inv.lid / SEG;
+        if (lane == 0u && block < blocks) {
+            for (var row = block * ROWS; row < min(block * ROWS + ROWS, rows); row++) {
+                let offsets = kept_offsets(row);
+                var best = walk_start(0u);
+                fold_strided(offsets.x, 0u, ROW, 0u, 1u, &best);
+                store_result(row, offsets.y, best);
             }
         }
     }

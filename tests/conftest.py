@@ -55,3 +55,10 @@ def da():
         import dask.array  # CI installs the dask extra: never skip there
         return dask.array
     return pytest.importorskip("dask.array", reason="the dask extra is not installed: pip install dmlgpu[dask]")
+
+
+def pytest_configure(config):
+    """The markers NumPy's and Dask's own test modules use (test_numpy_upstream and
+    test_dask_upstream import them), known here so that importing them warns of nothing."""
+    for name in ("slow", "thread_unsafe", "leaks_references", "valgrind_error"):
+        config.addinivalue_line("markers", f"{name}: a marker of NumPy's or Dask's own tests")

@@ -37,8 +37,9 @@ SEED = int(os.environ.get("DMLGPU_TEST_SEED", "2026"))
 CASES = int(os.environ.get("DMLGPU_BAD_INPUT_CASES", "400"))
 NOVALUE = np._NoValue
 
-GOOD_TYPES = ["bool", "float32", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
-BAD_TYPES = ["float64", "complex64", "object", "U3", "S2", "datetime64[s]", "longdouble", "V4"]
+GOOD_TYPES = ["bool", "float64", "float32", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+              "uint64"]
+BAD_TYPES = ["complex128", "complex64", "object", "U3", "S2", "datetime64[s]", "longdouble", "V4"]
 
 
 def supported(dtype) -> bool:
@@ -334,7 +335,7 @@ def draw_dask_case(rng, da):
             (lambda: da.zeros((0, 3), dtype=np.float32, chunks=2), DataError),
             (lambda: da.zeros((3, 0), dtype=np.float32, chunks=2), DataError),
             (lambda: arr[arr[(slice(None),) + (0,) * (ndim - 1)] > 100], ValueError),  # unknown chunk sizes
-            (lambda: arr.astype(np.float64), TypeError), (lambda: arr > 0, TypeError),
+            (lambda: arr.astype(np.complex128), TypeError), (lambda: arr > 0, TypeError),
             (lambda: arr.astype(np.complex64), TypeError),
             (lambda: arr.map_blocks(Duck, meta=Duck(np.empty((0,) * ndim, x.dtype))), TypeError),
         ][rng.integers(12)]
@@ -356,8 +357,8 @@ def draw_dask_case(rng, da):
         field = "^axis_direction "
     elif bad == 3:
         kwargs["output_data_type"], expected = [
-            ("float32", DescriptorError), ("int7", DescriptorError), (np.float64, TypeError), (None, TypeError),
-            (object(), TypeError), ("int8", DescriptorError)][rng.integers(6)]
+            ("float32", DescriptorError), ("int7", DescriptorError), (np.float64, DescriptorError), (None, TypeError),
+            (object(), TypeError), ("int8", DescriptorError), (np.complex64, TypeError)][rng.integers(7)]
         field = "^(output_data_type|output_tensor.data_type) "  # DirectML's name for it, as dmlgpu.argmax gives
     elif bad == 4:
         kwargs["nan_mode"], expected = [("loud", DescriptorError), (0, TypeError), (None, TypeError)][rng.integers(3)]
@@ -375,8 +376,8 @@ def draw_dask_case(rng, da):
         when, field = "compute", r"^chunk \(\d+(, \d+)*,?\) of x, on adapter '.+': (the chunk|x.dtype is|dmlgpu.dask.hardmax)"
         meta = np.empty((0,) * ndim, x.dtype)
         odd = rng.integers(4)
-        if odd == 0:  # a chunk of another type than x.dtype (a float64 one, or one DirectML takes)
-            other = np.float64 if rng.integers(2) else (np.int32 if dtype != "int32" else np.int16)
+        if odd == 0:  # a chunk of another type than x.dtype (a complex one, or one the operators take)
+            other = np.complex64 if rng.integers(2) else (np.int32 if dtype != "int32" else np.int16)
             arr, expected = arr.map_blocks(lambda b: b.astype(other), dtype=x.dtype, meta=meta), TypeError
         elif odd == 1:  # a chunk of another shape than x.chunks gives it
             arr, expected = arr.map_blocks(lambda b: b[:1], dtype=x.dtype, meta=meta), ValueError

@@ -160,6 +160,20 @@ def test_bench_transfer_cases_run_and_check_their_answers(tmp_path, capsys):
     assert "resident calls back to back" in out and "NumPy in/out" in out and "filled from host memory" in out
 
 
+def test_bench_float64_case_runs_beside_its_ceiling_and_is_checked(tmp_path, capsys):
+    """NumPy's default type through the bench: the ceiling reads the same bytes, the answer is
+    checked against the oracle (the full suite's rows_f64 and numpy_1gib_f64 are its 1 GiB forms)."""
+    path = tmp_path / "f64.json"
+    assert cli.main(["bench", "--quick", "--case", "rows_f64", "--repeats", "3", "--json", str(path)]) == 0
+    (result,) = json.loads(path.read_text())["results"]
+    assert result["dtype"] == "FLOAT64" and result["status"] == "ok" and result["correct"] is True
+    assert result["bytes"] >= 256 * 4096 * 8 and result["gbps"] > 0 and result["pct_of_ceiling"] > 0
+    assert "f64 (256,4096) ax 1" in capsys.readouterr().out
+    full = {c.name: c for c in bench.load_suite("full").cases}
+    assert full["rows_f64"].dtype is full["numpy_1gib_f64"].dtype is DataType.FLOAT64
+    assert full["numpy_1gib_f64"].kind == "numpy" and full["rows_f64"].kind == "gpu"
+
+
 def test_full_suite_has_the_transfer_group():
     kinds = {c.name: c.kind for c in bench.load_suite("full").cases}
     assert kinds["numpy_1gib"] == "numpy" and kinds["resident_loop"] == "loop"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import pathlib
+import re
 import subprocess
 import sys
 import zlib
@@ -21,6 +22,7 @@ import wgpu
 
 import dmlgpu
 from dmlgpu import BufferBinding, layout, oracle
+from dmlgpu.binding import tensor_needs
 from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
 from dmlgpu.errors import AdapterError, DataError
 from dmlgpu.plan import Tuning
@@ -45,11 +47,32 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 """
 
 
+def clamped(source: str) -> str:
+    """WGSL whose every index into a pass's input (``src``, and ``src_words`` where a shader reads
+    it as words too) is clamped to the binding's last element, as wgpu's bounds-check policy for
+    buffers does on an adapter without robust buffer access 2: there an index past a binding
+    reads other data, where lavapipe reads the words of a quad that lie inside it."""
+    out, start = [], 0
+    while (m := re.search(r"\b(src|src_words)\[", source[start:])) is not None:
+        name, first = m.group(1), start + m.end()
+        end, depth = first, 1
+        while depth:
+            depth += {"[": 1, "]": -1}.get(source[end], 0)
+            end += 1
+        out += [source[start:start + m.start()], f"{name}[min({clamped(source[first:end - 1])}, arrayLength(&{name}) - 1u)]"]
+        start = end
+    return "".join(out) + source[start:]
+
+
 @pytest.fixture(scope="module")
 def gpu():
-    """The caller's wgpu device: the adapter wgpu picks, with dmlgpu's optional features it has."""
+    """The caller's wgpu device: the adapter wgpu picks, with dmlgpu's optional features it has,
+    its shaders' reads of an input clamped to the binding (``clamped``)."""
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    return adapter.request_device_sync(required_features=[f for f in OPTIONAL if f in adapter.features])
+    device = adapter.request_device_sync(required_features=[f for f in OPTIONAL if f in adapter.features])
+    create = device.create_shader_module
+    device.create_shader_module = lambda *, code, **kw: create(code=clamped(code), **kw)
+    return device
 
 
 class Caller:
@@ -64,9 +87,10 @@ class Caller:
             layout=gpu.create_pipeline_layout(bind_group_layouts=[self.layout]),
             compute={"module": gpu.create_shader_module(code=COPY_WGSL), "entry_point": "main"})
 
-    def buffer(self, size: int, data: bytes | None = None, usage=U.STORAGE | U.COPY_DST | U.COPY_SRC):
-        """A buffer of ``size`` bytes (whole words) holding ``GARBAGE``, ``data`` at its start."""
-        raw = np.full((size + 3) & ~3, GARBAGE, np.uint8)
+    def buffer(self, size: int, data: bytes | None = None, usage=U.STORAGE | U.COPY_DST | U.COPY_SRC,
+               fill: int = GARBAGE):
+        """A buffer of ``size`` bytes (whole words) holding ``fill``, ``data`` at its start."""
+        raw = np.full((size + 3) & ~3, fill, np.uint8)
         if data is not None:
             raw[:len(data)] = np.frombuffer(data, np.uint8)
         buffer = self.gpu.create_buffer(size=raw.size, usage=usage)
@@ -103,8 +127,7 @@ def placed(caller, op, desc, offset: int, data: np.ndarray | None = None):
     """The caller's buffers for a tensor of ``desc``: one a buffer of the tensor, the tensor's
     part from ``offset``, garbage around it; the bindings, and the buffers."""
     bindings = []
-    for first, nbytes in spans_of(op, desc):
-        need = min(nbytes, desc.total_tensor_size_in_bytes - first)
+    for need in tensor_needs(desc, spans_of(op, desc)):
         buffer = caller.buffer(offset + ((need + 15) & ~15) + 48)
         bindings.append(BufferBinding(buffer, offset, need))
     return bindings
@@ -302,15 +325,19 @@ def test_size_boundary(dev, caller):
     np.testing.assert_array_equal(run_table(caller, op, table, x), oracle.argmax(x, 1))
 
 
-def test_an_input_buffer_holds_its_last_quad(dev, caller):
-    """An input of 60 bytes is read in 16-byte quads: its buffer must hold 64 from the offset."""
+def test_a_buffer_of_exactly_the_tensor_is_enough(dev, caller):
+    """DirectML's rule: a bound buffer holds the tensor's total_tensor_size_in_bytes (60 here,
+    not a whole number of 16-byte quads) and nothing more; 4 bytes fewer is refused, saying so."""
     op = dev.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", (3, 5)), axes=[1]))
     x = np.array([[1, 5, 2, 5, 0], [7, 1, 1, 1, 7], [0, 0, 0, 0, 9]], np.float32)
-    out = caller.buffer(16)
-    with pytest.raises(DataError, match=r"^input\.buffer holds 60 bytes from offset 0, but an input is read in "
-                                        r"whole 16-byte quads: it must hold 64"):
-        op.binding_table(input=caller.buffer(60), output=out)
-    table = op.binding_table(input=BufferBinding(caller.buffer(64), 0, 60), output=BufferBinding(out, 0, 12))
+    out = caller.buffer(12)
+    with pytest.raises(DataError, match=r"^input holds 56 bytes from offset 0 \(the rest of its buffer\), but it "
+                                        r"must be at least its tensor's total_tensor_size_in_bytes \(60\)$"):
+        op.binding_table(input=caller.buffer(56), output=out)
+    with pytest.raises(DataError, match=r"^output holds 8 bytes from offset 0 \(the rest of its buffer\), but it "
+                                        r"must be at least its tensor's total_tensor_size_in_bytes \(12\)$"):
+        op.binding_table(input=caller.buffer(60), output=caller.buffer(8))
+    table = op.binding_table(input=caller.buffer(60), output=out)
     np.testing.assert_array_equal(run_table(caller, op, table, x), [[1], [0], [4]])
 
 
@@ -346,6 +373,38 @@ def test_input_and_output_overlapping_and_adjacent(dev, caller):
     table = op.binding_table(input=BufferBinding(buffer, 0, total), output=BufferBinding(buffer, total, 16))
     np.testing.assert_array_equal(run_table(caller, op, table, x), oracle.argmax(x, 1))
     assert (caller.read(buffer)[total + 16:] == GARBAGE).all()
+
+
+@pytest.mark.parametrize("data_type, shapes", [(DataType.FLOAT32, [(1, 15), *((m, 3) for m in range(284, 292))]),
+                                               (DataType.FLOAT16, [(3, 13)]), (DataType.INT8, [(2, 15)])],
+                         ids=lambda v: getattr(v, "name", ""))
+def test_input_and_output_in_one_buffer_bound_exactly(dev, caller, data_type, shapes):
+    """Input and output at two offsets of one buffer, each bound to exactly its bytes (the input
+    ending inside a quad, after one tile of reduce_rows's blocks or several): the passes read
+    the input through the shared layout, bound once there (two writable bindings of it would
+    overlap), and nothing of the buffer's but the output changes."""
+    align = dev.runner.capabilities.offset_alignment
+    for shape in shapes:
+        x = few_values(data_type, shape, 11)
+        for name, desc in ops_on(data_type, shape, [1]):
+            op = dev.compile(desc)
+            need, out_need = op.input_desc.total_tensor_size_in_bytes, op.output_desc.total_tensor_size_in_bytes
+            at = -(-need // align) * align
+            guard = winning_byte(name, data_type)
+            buffer = caller.buffer(at + out_need + GUARD_BYTES, fill=guard)
+            raw = np.full(need, guard, np.uint8)
+            raw[:x.nbytes] = x.view(np.uint8).ravel()
+            caller.gpu.queue.write_buffer(buffer, 0, raw)
+            table = op.binding_table(input=BufferBinding(buffer, 0, need), output=BufferBinding(buffer, at, out_need))
+            encoder = caller.gpu.create_command_encoder()
+            op.record(encoder, table)
+            caller.gpu.queue.submit([encoder.finish()])
+            held = caller.read(buffer)
+            got = np.array(layout.view(op.output_desc, held[at:at + out_need]))
+            want = oracle.evaluate(desc, x)
+            np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"), err_msg=repr(desc))
+            assert (held[:need] == raw).all()
+            assert (held[need:at] == guard).all() and (held[at + out_need:] == guard).all()
 
 
 def test_temporary_boundary(gpu, caller, family_devices):
@@ -470,6 +529,194 @@ def test_tensor_bindings_feed_the_callers_passes(dev, caller):
     caller.gpu.queue.submit([encoder.finish()])
     np.testing.assert_array_equal(caller.read(copies[0]).view(np.float32), x.ravel())
     np.testing.assert_array_equal(caller.read(copies[1]).view(np.uint32), oracle.argmax(x, 1).ravel())
+
+
+# --- bindings of exactly the tensor's bytes (issue 35) -----------------------------------
+#
+# A binding holds the tensor's total_tensor_size_in_bytes, DirectML's DMLCalcBufferTensorSize:
+# its elements' bytes rounded up to 4, which ends inside a 16-byte quad three times in four for
+# FLOAT32. Around each binding the caller's buffer holds a guard: around an input (and in its
+# binding's bytes past the last element), bytes that would win were they read as elements; around
+# an output, GARBAGE; both are checked untouched.
+
+GUARD_BYTES = 48
+UNSIGNED = (DataType.UINT8, DataType.UINT16, DataType.UINT32, DataType.UINT64)
+EVERY_TYPE = (DataType.FLOAT32, DataType.FLOAT16, DataType.UINT32, DataType.INT32, DataType.UINT16,
+              DataType.INT16, DataType.UINT8, DataType.INT8, DataType.UINT64, DataType.INT64, DataType.FLOAT64)
+
+
+def winning_byte(op: str, data_type: DataType) -> int:
+    """A byte whose repetition, read as elements, beats every value of ``few_values``: ARGMAX's
+    and HARDMAX's largest, ARGMIN's smallest."""
+    if op == "argmin":
+        return 0x00 if data_type in UNSIGNED else 0xFB
+    return 0x7B
+
+
+def few_values(data_type: DataType, shape, seed: int) -> np.ndarray:
+    """Few values, so that slices tie (NaN among a float's), each beaten by ``winning_byte``'s."""
+    pool = [-2, -0.0, 1, 3, np.nan] if data_type.is_float else [1, 2, 5, 9] if data_type in UNSIGNED else [-3, 0, 3, 9]
+    return np.random.default_rng(seed).choice(np.array(pool, data_type.numpy), size=shape)
+
+
+def bound_bytes(desc, spans) -> int:
+    """The bytes from a tensor's first to the end of its last binding (each ends in a whole word)."""
+    return max(first + n for (first, _), n in zip(spans, tensor_needs(desc, spans)))
+
+
+def record_exact(encoder, caller, op, x: np.ndarray, offset: int, guard: int) -> tuple:
+    """``op`` on ``x`` recorded into bindings of exactly its tensors' bytes (one a buffer of
+    ``pieces.buffer_spans``) at ``offset`` of the caller's buffers, between the caller's pass
+    that writes the input and the one that reads the output buffers whole (the guards with the
+    results); what ``check_exact`` checks."""
+    raw = np.full(bound_bytes(op.input_desc, op.input_spans), guard, np.uint8)  # past the last element too
+    data = np.frombuffer(memoryview(layout.bytes_for(op.input_desc, x)).cast("B"), np.uint8)
+    raw[:data.size] = data
+
+    def exact(desc, spans, fill: int) -> list:
+        needs = tensor_needs(desc, spans)
+        return [BufferBinding(caller.buffer(offset + n + GUARD_BYTES, fill=fill), offset, n) for n in needs]
+
+    inputs, outputs = exact(op.input_desc, op.input_spans, guard), exact(op.output_desc, op.output_spans, GARBAGE)
+    copies = [caller.buffer(b.buffer.size) for b in outputs]
+    size = op.binding_properties.temporary_resource_size
+    for (first, _), b in zip(op.input_spans, inputs):
+        caller.copy(encoder, BufferBinding(caller.buffer(b.size, raw[first:first + b.size].tobytes())), b, b.size)
+    op.record(encoder, op.binding_table(input=inputs, output=outputs, temporary=caller.buffer(size) if size else None))
+    for b, copy in zip(outputs, copies):
+        caller.copy(encoder, BufferBinding(b.buffer), BufferBinding(copy), copy.size)
+    return op, x, outputs, copies
+
+
+def check_exact(caller, recorded: tuple) -> None:
+    """The answer bit for bit, and the guard around every output binding untouched."""
+    op, x, outputs, copies = recorded
+    out = np.zeros(bound_bytes(op.output_desc, op.output_spans), np.uint8)
+    for (first, _), b, copy in zip(op.output_spans, outputs, copies):
+        held = caller.read(copy)
+        out[first:first + b.size] = held[b.offset:b.offset + b.size]
+        assert (held[:b.offset] == GARBAGE).all() and (held[b.offset + b.size:] == GARBAGE).all(), repr(op.desc)
+    got = np.array(layout.view(op.output_desc, out[:op.output_desc.total_tensor_size_in_bytes]))
+    want = oracle.evaluate(op.desc, x)
+    np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"), err_msg=repr(op.desc))
+
+
+def tail_cases(data_type: DataType, align: int) -> list[tuple]:
+    """(shape, axis) whose bytes end at every residue modulo 16 and modulo the offset alignment:
+    one row (the segments kernel reading quads, its ragged tail in a quad cut by the binding's
+    end; read in words below 16 bytes), and rows of 3 (reduce_rows, whose last block may end
+    inside a quad or past the binding), fewer than a workgroup's tile and several tiles."""
+    size = data_type.size
+    span = max(16, align) // size  # elements of every residue of bytes, past a quad's
+    return [((1, n), 1) for n in [*range(1, 16 // size), *range(span, 2 * span)]] + \
+        [((m, 3), 1) for m in [*range(1, max(16, align) // 4 + 2), *range(300, 308)]]
+
+
+def ops_on(data_type: DataType, shape, axes) -> list:
+    """ARGMAX with the last of equal extremes (a wrong tail element shows), ARGMIN with the
+    first into INT64 indices, and HARDMAX on a float."""
+    desc = TensorDesc(data_type.name, shape)
+    indices64 = TensorDesc("INT64", [1 if a in axes else n for a, n in enumerate(shape)])
+    ops = [("argmax", ArgMaxOperatorDesc(desc, axes=axes, axis_direction="DECREASING")),
+           ("argmin", ArgMinOperatorDesc(desc, indices64, axes=axes))]
+    if data_type.is_float:
+        ops.append(("argmax", ActivationHardmax1OperatorDesc(desc, axes=axes)))
+    return ops
+
+
+@pytest.mark.parametrize("data_type", EVERY_TYPE, ids=lambda t: t.name)
+def test_exact_bindings_of_every_size_and_type(dev, caller, data_type):
+    """Every operator on every type, the tensors' bytes ending at every residue modulo 16 and
+    modulo the offset alignment, at offsets of 0 to 2 alignments, each bound to exactly its
+    bytes, recorded between the caller's passes in one submit."""
+    align = dev.runner.capabilities.offset_alignment
+    encoder, recorded, kernels = caller.gpu.create_command_encoder(), [], set()
+    for i, (shape, axis) in enumerate(tail_cases(data_type, align)):
+        x = few_values(data_type, shape, i)
+        for name, desc in ops_on(data_type, shape, [axis]):
+            op = dev.compile(desc)
+            kernels.add(op.plan.kernel)
+            recorded.append(record_exact(encoder, caller, op, x, align * (i % 3), winning_byte(name, data_type)))
+    caller.gpu.queue.submit([encoder.finish()])
+    for r in recorded:
+        check_exact(caller, r)
+    assert kernels >= ({"reduce_segments"} if data_type.size == 8 else {"reduce_segments", "reduce_rows"})
+
+
+EXACT_FAMILIES = [  # (tuning, smaller, type, shape, axes, what the schedule must show)
+    (SMALL, None, DataType.FLOAT32, (1, 4001), (1,), "reduce_segments"),  # split, merged through the temporary
+    (RACE, None, DataType.FLOAT16, (1, 4099), (1,), "race"),
+    (SMALL, None, DataType.INT8, (1027, 5), (0,), "reduce_thread"),
+    (ROWS, None, DataType.FLOAT32, (517, 3), (1,), "reduce_rows"),  # tiles of 32 blocks: four whole, one cut
+    (ROWS, None, DataType.INT8, (1001, 3), (1,), "reduce_rows"),
+    (SMALL, None, DataType.UINT8, (53, 32), (0,), "reduce_columns"),
+    (PIECES, LIMITS, DataType.FLOAT32, (1, 3001), (1,), "merges"),
+    (PIECES, LIMITS, DataType.FLOAT16, (2, 9001), (1,), "buffers"),
+]
+
+
+@pytest.mark.parametrize("family", EXACT_FAMILIES, ids=lambda f: f"{f[2].name}-{f[5]}")
+def test_exact_bindings_of_every_family(gpu, caller, family_devices, family):
+    """Splits, races, other kernels, pieces and tensors in several buffers on exact bindings."""
+    tuning, smaller, data_type, shape, axes, what = family
+    dev = family_device(gpu, family_devices, tuning, smaller)
+    align = dev.runner.capabilities.offset_alignment
+    x = few_values(data_type, shape, len(shape))
+    encoder, recorded = caller.gpu.create_command_encoder(), []
+    for k, (name, op_desc) in enumerate(ops_on(data_type, shape, axes)):
+        op = dev.compile(op_desc)
+        assert shows(op, what), (what, op.plan.kernel)
+        recorded.append(record_exact(encoder, caller, op, x, align * k, winning_byte(name, data_type)))
+    caller.gpu.queue.submit([encoder.finish()])
+    for r in recorded:
+        check_exact(caller, r)
+
+
+@pytest.fixture(params=["native", "public"])
+def path_device(request, gpu, monkeypatch):
+    """dmlgpu on the caller's device, on each of the runner's paths."""
+    monkeypatch.setenv("DMLGPU_RUNNER", request.param)
+    device = dmlgpu.Device.from_wgpu(gpu)
+    assert device.runner.path.name == request.param
+    yield device
+    device.close()
+
+
+@pytest.mark.parametrize("data_type", [DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.INT64],
+                         ids=lambda t: t.name)
+def test_wrapped_exact_buffers_run_on_both_paths(path_device, caller, data_type):
+    """``Device.wrap`` of a buffer holding exactly a tensor, as a new user writes it: run, the
+    NumPy-level call, ``numpy()``, ``write``; outputs wrapped in exact bindings too (HARDMAX's
+    FLOAT16 halves set in 32-bit words), the guard past every binding untouched."""
+    dev, gpu = path_device, caller.gpu
+    for n in range(16 // data_type.size * 40, 16 // data_type.size * 41):  # every residue of 16 bytes
+        x = few_values(data_type, (1, n), n)
+        desc = TensorDesc(data_type.name, x.shape)
+        need = desc.total_tensor_size_in_bytes
+        own = gpu.create_buffer_with_data(data=np.pad(x.ravel().view(np.uint8), (0, need - x.nbytes)),
+                                          usage=U.STORAGE | U.COPY_SRC | U.COPY_DST)
+        assert own.size == need
+        t = dev.wrap(own, desc)
+        np.testing.assert_array_equal(dmlgpu.argmax(t, 1, axis_direction="decreasing", device=dev).numpy(),
+                                      oracle.argmax(x, 1, axis_direction="decreasing"))
+        guarded = caller.buffer(need + GUARD_BYTES, fill=winning_byte("argmin", data_type))
+        w = dev.wrap(guarded, desc, size=need)
+        w.write(x)
+        np.testing.assert_array_equal(w.numpy(), x)
+        op = dev.compile(ArgMinOperatorDesc(desc, axes=[1]))
+        out_buffer = caller.buffer(op.output_desc.total_tensor_size_in_bytes + GUARD_BYTES)
+        out = dev.wrap(out_buffer, op.output_desc, size=op.output_desc.total_tensor_size_in_bytes)
+        np.testing.assert_array_equal(op.run(w, out).numpy(), oracle.argmin(x, 1))
+        assert (caller.read(guarded)[need:] == winning_byte("argmin", data_type)).all()
+        assert (caller.read(out_buffer)[op.output_desc.total_tensor_size_in_bytes:] == GARBAGE).all()
+        if data_type.is_float:
+            hard = dev.compile(ActivationHardmax1OperatorDesc(desc, axes=[1]))
+            hard_buffer = caller.buffer(need + GUARD_BYTES)
+            hard.run(t, dev.wrap(hard_buffer, desc, size=need))
+            dev.flush()  # submitted: the caller reads the buffer itself
+            held = caller.read(hard_buffer)
+            np.testing.assert_array_equal(held[:x.nbytes].view(x.dtype).reshape(x.shape), oracle.hardmax(x, 1))
+            assert (held[need:] == GARBAGE).all()
 
 
 # --- nothing of the caller's destroyed or leaked ----------------------------------------

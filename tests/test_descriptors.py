@@ -36,7 +36,8 @@ from dmlgpu.types import (
     TensorFlags,
 )
 
-ALL_TYPES = ["FLOAT32", "FLOAT16", "UINT32", "UINT16", "UINT8", "INT32", "INT16", "INT8", "UINT64", "INT64"]
+#: DirectML's ten types of these operators, then FLOAT64, dmlgpu's extension beyond them.
+ALL_TYPES = ["FLOAT32", "FLOAT16", "UINT32", "UINT16", "UINT8", "INT32", "INT16", "INT8", "UINT64", "INT64", "FLOAT64"]
 TYPE_LIST = ", ".join(ALL_TYPES)
 INDEX_TYPES = ["INT32", "UINT32", "INT64", "UINT64"]
 NON_INDEX_TYPES = [t for t in ALL_TYPES if t not in INDEX_TYPES]
@@ -166,7 +167,7 @@ TENSOR_REFUSED = {
     "flags unknown": (dict(flags="BOGUS"), rx("flags is 'BOGUS'", "NONE, OWNED_BY_DML")),
     **{
         f"data type {name}": (dict(data_type=name), rx(f"data_type is '{name}'", f"one of {TYPE_LIST}"))
-        for name in ["FLOAT64", "UINT4", "INT4", "DML_TENSOR_DATA_TYPE_FLOAT64", "float64", "bfloat16", "bool", ""]
+        for name in ["UINT4", "INT4", "DML_TENSOR_DATA_TYPE_UINT4", "float128", "bfloat16", "bool", ""]
     },
 }
 
@@ -397,7 +398,7 @@ def test_index_output_accepted(make, out_type):
 @pytest.mark.parametrize("make", INDEX_OPS, ids=OP_IDS)
 @pytest.mark.parametrize("in_type", ALL_TYPES)
 def test_index_input_types_at_default_level(make, in_type):
-    """All ten input types construct; the feature level is checked separately."""
+    """All eleven input types construct; the feature level is checked separately."""
     make(t(in_type, (2, 3)), axes=[1])
 
 
@@ -538,9 +539,10 @@ def test_feature_level(make, in_type, level):
 
 @pytest.mark.parametrize("make", [hardmax1, lambda inp, out=None, axes=None: ActivationHardmaxOperatorDesc(inp, out)],
                          ids=["hardmax1", "hardmax"])
-@pytest.mark.parametrize("in_type", ["FLOAT32", "FLOAT16"])
+@pytest.mark.parametrize("in_type", ["FLOAT32", "FLOAT16", "FLOAT64"])
 def test_hardmax_feature_levels(make, in_type):
-    """Both types at every level the operator has (tests/test_feature_levels.py: the levels)."""
+    """Each type at every level the operator has (tests/test_feature_levels.py: the levels);
+    FLOAT64 is dmlgpu's extension beyond DirectML."""
     desc = make(t(in_type, (2, 3)), axes=[1])
     desc.check_feature_level("5.1")
     desc.check_feature_level("6.4")
@@ -556,15 +558,16 @@ def test_unknown_feature_level(make):
 
 # --- section 3: HARDMAX1 and HARDMAX ------------------------------------------------------
 
-@pytest.mark.parametrize("in_type", ["FLOAT32", "FLOAT16"])
+@pytest.mark.parametrize("in_type", ["FLOAT32", "FLOAT16", "FLOAT64"])
 @pytest.mark.parametrize("out_strides", [None, (12, 4, 1), (1, 2, 6), (100, 20, 2), (12, 4, 1)])
 def test_hardmax1_accepted(in_type, out_strides):
-    """FLOAT32/FLOAT16; output of the same type and sizes, with strides of its own."""
+    """FLOAT32/FLOAT16 (and FLOAT64, beyond DirectML); output of the same type and sizes, with
+    strides of its own."""
     desc = hardmax1(t(in_type, (2, 3, 4)), TensorDesc(in_type, (2, 3, 4), out_strides), axes=[1])
     assert desc.output_tensor.strides == out_strides
 
 
-@pytest.mark.parametrize("in_type", ["FLOAT32", "FLOAT16"])
+@pytest.mark.parametrize("in_type", ["FLOAT32", "FLOAT16", "FLOAT64"])
 def test_hardmax_output_inferred(in_type):
     inp = t(in_type, (2, 3, 4), strides=(0, 4, 1))
     assert hardmax1(inp, axes=[1]).output_tensor == TensorDesc(in_type, (2, 3, 4))
@@ -580,8 +583,9 @@ def test_hardmax_output_stride_0_on_size_1():
 HARDMAX_REFUSED = {
     **{
         f"input {name}": (
-            name, name, (2, 3, 4), None, rx(f"input_tensor.data_type is {name}", "FLOAT32 or FLOAT16"))
-        for name in ALL_TYPES if name not in ("FLOAT32", "FLOAT16")
+            name, name, (2, 3, 4), None,
+            rx(f"input_tensor.data_type is {name}", "FLOAT32 or FLOAT16 (and FLOAT64, beyond DirectML)"))
+        for name in ALL_TYPES if name not in ("FLOAT32", "FLOAT16", "FLOAT64")
     },
     "output FLOAT16 for FLOAT32": (
         "FLOAT32", "FLOAT16", (2, 3, 4), None,
@@ -897,8 +901,8 @@ JSON_REFUSED = {
         _with(ARGMAX_JSON, ["Desc", "InputTensor", "Sizes"], [0, 3, 4]),
         rx("InputTensor.sizes[0] is 0", "at least 1")),
     "nested data type": (
-        _with(HARDMAX1_JSON, ["Desc", "OutputTensor", "DataType"], "FLOAT64"),
-        rx("OutputTensor.data_type is 'FLOAT64'", "one of")),
+        _with(HARDMAX1_JSON, ["Desc", "OutputTensor", "DataType"], "BFLOAT16"),
+        rx("OutputTensor.data_type is 'BFLOAT16'", "one of")),
     "nested total size": (
         _with(REDUCE_JSON, ["Desc", "InputTensor", "TotalTensorSizeInBytes"], 92),
         rx("InputTensor.total_tensor_size_in_bytes is 92", "at least 96")),

@@ -27,8 +27,11 @@ from dmlgpu.desc import (
 from dmlgpu.errors import DescriptorError
 from dmlgpu.types import (
     DEFAULT_FEATURE_LEVEL,
+    EXTENSION_TYPES,
+    HARDMAX_TYPES,
     MODELLED_LEVELS,
     OPERATOR_SUPPORT,
+    DataType,
     FeatureLevel,
     describe,
     introduced,
@@ -143,6 +146,19 @@ BOUNDARIES = {
     "REDUCE INT64 input": (
         ReduceOperatorDesc("ARGMAX", t("INT64"), axes=[0]), L.FL_4_1,
         rx("input_tensor.data_type is INT64, but REDUCE at feature level 4.0", "(from feature level 4.1)")),
+    # FLOAT64, beyond DirectML: wherever the operator exists, its first level included.
+    "ARGMAX FLOAT64": (
+        ArgMaxOperatorDesc(t("FLOAT64"), axes=[1]), L.FL_3_0,
+        rx("ARGMAX needs feature level 3.0, but the device's feature_level is 2.1")),
+    "ARGMIN FLOAT64 rank 8": (
+        ArgMinOperatorDesc(t("FLOAT64", (2,) * 8), t("INT64", (1,) * 8), axes=list(range(8))), L.FL_3_0,
+        rx("ARGMIN needs feature level 3.0, but the device's feature_level is 2.1")),
+    "ACTIVATION_HARDMAX1 FLOAT64": (
+        ActivationHardmax1OperatorDesc(t("FLOAT64"), axes=[0]), L.FL_5_1,
+        rx("ACTIVATION_HARDMAX1 needs feature level 5.1, but the device's feature_level is 5.0")),
+    "ACTIVATION_HARDMAX FLOAT64 rank 6": (
+        ActivationHardmaxOperatorDesc(t("FLOAT64", (1,) * 4 + (2, 3))), L.FL_3_0,
+        rx("input_tensor has 6 dimensions, but ACTIVATION_HARDMAX at feature level 2.1 takes 4 to 5")),
 }
 
 
@@ -164,12 +180,27 @@ def test_boundary(desc, needed, match):
     ActivationHardmaxOperatorDesc(t("FLOAT16", RANK4)),
     ReduceOperatorDesc("ARGMAX", t(sizes=RANK4), axes=[3]),
     ReduceOperatorDesc("ARGMIN", t("FLOAT16", RANK4), t("UINT32", (1, 1, 1, 4)), axes=[1, 2]),
-], ids=["HARDMAX FLOAT32", "HARDMAX FLOAT16", "REDUCE ARGMAX", "REDUCE ARGMIN"])
+    ActivationHardmaxOperatorDesc(t("FLOAT64", RANK4)),
+    ReduceOperatorDesc("ARGMAX", t("FLOAT64", RANK4), axes=[3]),
+], ids=["HARDMAX FLOAT32", "HARDMAX FLOAT16", "REDUCE ARGMAX", "REDUCE ARGMIN", "HARDMAX FLOAT64", "REDUCE FLOAT64"])
 def test_the_oldest_operators_at_every_level(desc):
     """ACTIVATION_HARDMAX and REDUCE are on DirectML's first level, 1.0, with 4 dimensions:
     taken at every level, from the lowest up."""
     for level in FeatureLevel:
         desc.check_feature_level(level)
+
+
+def test_float64_is_in_no_directml_table_and_is_taken_beside_them():
+    """DirectML's tables stay as the reference pages state them (no FLOAT64 in any); FLOAT64
+    is the one extension, and a type refused at a level names it as beyond DirectML."""
+    assert EXTENSION_TYPES == (DataType.FLOAT64,)
+    for rows in OPERATOR_SUPPORT.values():
+        for support in rows.values():
+            assert DataType.FLOAT64 not in support.inputs + support.outputs
+    assert DataType.FLOAT64 in HARDMAX_TYPES
+    with pytest.raises(DescriptorError, match=rx("input_tensor.data_type is INT64, but ARGMAX at feature level 3.0",
+                                                 "(from feature level 4.1) (and FLOAT64, beyond DirectML)")):
+        ArgMaxOperatorDesc(t("INT64"), axes=[1]).check_feature_level("3.0")
 
 
 def test_argmax_below_3_0_names_the_operator_at_each_level():
@@ -214,8 +245,9 @@ def test_info_lists_each_level_with_its_operators(capsys):
         "    REDUCE: FLOAT32, FLOAT16, UINT32, UINT16, UINT8, INT32, INT16, INT8 -> UINT32; 4 dimensions",
         "    ACTIVATION_HARDMAX: FLOAT32, FLOAT16 -> the input's type; 4 to 5 dimensions",
     ]
-    assert section[-1] == ("    ACTIVATION_HARDMAX, ACTIVATION_HARDMAX1: FLOAT32, FLOAT16 -> the input's type; "
+    assert section[-2] == ("    ACTIVATION_HARDMAX, ACTIVATION_HARDMAX1: FLOAT32, FLOAT16 -> the input's type; "
                            "1 to 8 dimensions")
+    assert section[-1] == "  beyond DirectML, at every level: FLOAT64 input to every operator there (HARDMAX: FLOAT64 out)"
 
 
 def test_info_json_keeps_the_adapters_and_adds_the_levels(capsys):
@@ -227,6 +259,7 @@ def test_info_json_keeps_the_adapters_and_adds_the_levels(capsys):
     levels = report["feature_levels"]
     assert levels["default"] == "5.1"
     assert levels["levels"] == level_table()
+    assert levels["extension_types"] == ["FLOAT64"]
     by_level = {entry["level"]: entry for entry in levels["levels"]}
     assert list(by_level) == [level.value for level in FeatureLevel]
     assert by_level["5.0"]["behaves_as"] == "4.1" and by_level["5.0"]["name"] == "DML_FEATURE_LEVEL_5_0"

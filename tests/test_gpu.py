@@ -29,7 +29,7 @@ from dmlgpu.desc import (
 from dmlgpu.types import DEFAULT_FEATURE_LEVEL, DataType, FeatureLevel
 from dmlgpu.bench.gpu_timers import operator_gpu_times
 
-FLOATS = (DataType.FLOAT32, DataType.FLOAT16)
+FLOATS = (DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64)
 INDEX_TYPES = ("uint32", "int32", "uint64", "int64")
 LAYOUTS = ("packed", "permuted", "padded", "broadcast")
 
@@ -482,7 +482,7 @@ def test_json_descriptor_runs(device):
     "bad, error",
     [
         (lambda d: dmlgpu.argmax(GRID, 2, device=d), dmlgpu.DescriptorError),
-        (lambda d: dmlgpu.argmax(GRID.astype(np.float64), 0, device=d), TypeError),
+        (lambda d: dmlgpu.argmax(GRID.astype(np.complex64), 0, device=d), TypeError),
         (lambda d: dmlgpu.hardmax(GRID.astype(np.int32), 0, device=d), dmlgpu.DescriptorError),
         (lambda d: dmlgpu.argmax(GRID, 0, output_data_type="float32", device=d), dmlgpu.DescriptorError),
         (lambda d: d.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", (3, 3)), axes=[0]))(GRID[:2]),
@@ -662,7 +662,12 @@ KERNEL_CASES = [
     (DataType.FLOAT16, (3, 997), (1,), "packed", "reduce_segments", "load_packed", True),
     (DataType.INT8, (4, 1024), (1,), "packed", "reduce_segments", "load_quads", True),
     (DataType.UINT16, (1500,), (0,), "packed", "reduce_segments", "load_quads", True),
-    (DataType.INT64, (2, 700), (1,), "packed", "reduce_segments", "load_pairs", True),
+    (DataType.INT64, (2, 700), (1,), "packed", "reduce_segments", "load_pair_quads", True),  # two a 16-byte load
+    (DataType.UINT64, (5, 77), (1,), "padded", "reduce_segments", "load_pairs", True),  # rows off 16 bytes
+    (DataType.FLOAT64, (603,), (0,), "packed", "reduce_segments", "load_pair_quads", True),  # two a quad, a tail
+    (DataType.FLOAT64, (4, 3, 10), (0, 2), "packed", "reduce_segments", "load_pair_quads", False),
+    (DataType.FLOAT64, (5, 77), (1,), "padded", "reduce_segments", "load_pairs", True),  # rows off the quads
+    (DataType.FLOAT64, (300, 7), (0,), "packed", "reduce_thread", "load_pairs", True),
     (DataType.FLOAT32, (700, 5), (0,), "packed", "reduce_thread", "load_packed", True),
     (DataType.UINT8, (300, 7, 6), (0, 2), "permuted", "reduce_thread", "load_packed", True),
     (DataType.FLOAT32, (2000, 8), (1,), "packed", "reduce_segments", "load_quads", False),  # 16 rows a group
@@ -732,7 +737,7 @@ def test_kernel_cases_reach_every_pass(small_tuning_device):
         p = small_tuning_device.compile(ArgMaxOperatorDesc(dmlgpu.layout.describe(x)[0], axes=axes)).plan
         seen |= {p.kernel, p.loader, p.merge_kernel}
     assert seen >= {"reduce_segments", "reduce_thread", "reduce_columns", "load_quads", "load_packed",
-                    "load_pairs", "merge_partials", "merge_partials_workgroup"}
+                    "load_pairs", "load_pair_quads", "merge_partials", "merge_partials_workgroup"}
 
 
 # --- tensors beyond one binding and one buffer: limits shrunk so small tensors are cut
@@ -754,6 +759,8 @@ PIECE_CASES = [
     (DataType.FLOAT16, (6000, 3), (0, 1), False, "reduced"),  # windows start off quad alignment
     (DataType.UINT8, (70, 130), (0,), False, "reduced"),
     (DataType.INT64, (1500, 2), (0,), False, "reduced"),
+    (DataType.FLOAT64, (2, 1300), (1,), False, "reduced"),  # one row beyond a binding, two doubles a load
+    (DataType.FLOAT64, (700, 6), (1,), False, "kept"),
     (DataType.FLOAT32, (700, 12), (1,), False, "kept"),  # rows: independent pieces, outputs in windows
     (DataType.INT16, (900, 8), (1,), False, "kept"),
     (DataType.FLOAT32, (50, 3, 40), (1,), False, "kept"),  # columns kernel per piece

@@ -238,13 +238,26 @@ def test_other_nodes_are_refused_naming_the_node():
     assert not backend.is_compatible(m)
 
 
-@pytest.mark.parametrize("op_type, elem", [("ArgMax", TensorProto.DOUBLE), ("ArgMin", TensorProto.BFLOAT16),
-                                           ("Hardmax", TensorProto.DOUBLE), ("Hardmax", TensorProto.INT32)])
-def test_types_directml_lacks_are_refused(op_type, elem):
+@pytest.mark.parametrize("op_type, elem", [("ArgMax", TensorProto.BOOL), ("ArgMin", TensorProto.BFLOAT16),
+                                           ("Hardmax", TensorProto.BFLOAT16), ("Hardmax", TensorProto.INT32)])
+def test_types_the_operators_lack_are_refused(op_type, elem):
     m = model(op_type, 13, [2, 3], elem)
     with pytest.raises(dmlgpu.ModelError, match=rf"node 0 \('n0', {op_type}\): input 'x' has type "
-                                                 rf"{TensorProto.DataType.Name(elem)}, which DirectML's"):
+                                                 rf"{TensorProto.DataType.Name(elem)}, which dmlgpu's .* takes FLOAT, "
+                                                 rf"FLOAT16, DOUBLE"):
         backend.prepare(m)
+
+
+@pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin", "Hardmax"])
+def test_double_is_taken(op_type):
+    """DOUBLE, which ONNX's ArgMax, ArgMin and Hardmax allow, runs as FLOAT64 (test_float64 holds
+    the answers to NumPy's on adversarial doubles)."""
+    x = np.array([[1.0, 1 + 2**-40, np.nan], [-0.0, 0.0, -5e-324]])
+    (y,) = backend.prepare(model(op_type, 13, [2, 3], TensorProto.DOUBLE, axis=1)).run([x])
+    if op_type == "Hardmax":
+        assert y.dtype == np.float64 and y.tolist() == [[0, 0, 1], [1, 0, 0]]
+    else:
+        assert y.tolist() == ([[2], [0]] if op_type == "ArgMax" else [[2], [2]])
 
 
 def test_ranks_and_axes_dmlgpu_cannot_honour_are_refused():

@@ -23,7 +23,7 @@ from dmlgpu.types import DataType, NanMode
 
 NAN = np.nan
 INT_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
-ALL_TYPES = ["float32", "float16", *INT_TYPES]
+ALL_TYPES = ["float64", "float32", "float16", *INT_TYPES]
 
 
 def last_index(x: np.ndarray, axis: int, numpy_arg) -> np.ndarray:
@@ -218,7 +218,7 @@ def test_integer_range_ends(dtype):
     assert oracle.argmin(x, 0, axis_direction="decreasing").tolist() == [3]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
 def test_subnormals_are_not_flushed(dtype):
     tiny = np.finfo(dtype).smallest_subnormal
     assert tiny != 0
@@ -226,6 +226,21 @@ def test_subnormals_are_not_flushed(dtype):
     assert oracle.argmax(x, 0).tolist() == [1]
     assert oracle.argmin(np.array([0, -tiny, 0], dtype), 0).tolist() == [1]
     assert oracle.argmin(x, 0, axis_direction="decreasing").tolist() == [2]
+
+
+@pytest.mark.parametrize("dtype, bits", [("float64", [0x7FF0000000000001, 0xFFF0000000000001, 0x7FF0000100000000]),
+                                         ("float32", [0x7F800001, 0xFF800001, 0x7F800100])])
+def test_signalling_nan_beside_numbers(dtype, bits):
+    """A NaN of any payload is skipped (or propagates) as any NaN. NumPy's own fmax reduction
+    over columns returns NaN for fmax(inf, signalling NaN), so that the next number wins: the
+    oracle must not lean on it."""
+    u = np.dtype(dtype).str.replace("f", "u")
+    for nan in np.array(bits, u).view(dtype):
+        x = np.array([[np.inf, 1.0], [nan, 2.0], [1.0, 1.0]], dtype)
+        assert oracle.argmax(x, 0).tolist() == [[0, 1]]
+        assert oracle.argmin(-x, 0).tolist() == [[0, 1]]
+        assert oracle.argmax(x, 0, nan_mode="propagate").tolist() == [[1, 1]]
+        assert oracle.hardmax(x, 0)[:, 0].tolist() == [1, 0, 0]
 
 
 def test_float16_values_one_ulp_apart():
@@ -396,13 +411,21 @@ def test_order_keys_reduce_as_the_oracle_does(dtype, mode):
             np.testing.assert_array_equal(_by_keys(keys, direction == "increasing"), want)
 
 
-def test_order_keys_tie_exactly_the_equal_values():
-    floats = np.array([-0.0, 0.0, NAN, -NAN, np.float32(1e-45), -np.inf, np.inf], np.float32)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_order_keys_tie_exactly_the_equal_values(dtype):
+    info = np.finfo(dtype)
+    floats = np.array([-0.0, 0.0, NAN, -NAN, info.smallest_subnormal, -np.inf, np.inf, info.max], dtype)
     keys = oracle.order_keys(floats, want_max=True, nan_mode="ignore")
-    assert keys[0] == keys[1] and keys[2] == keys[3] == 0 and len(set(keys.tolist())) == 5
-    assert oracle.order_keys(floats, want_max=False, nan_mode="propagate")[2] == 2**32 + 1
+    assert keys[0] == keys[1] and keys[2] == keys[3] == 0 and len(set(keys.tolist())) == 6
+    up = oracle.order_keys(floats, want_max=False, nan_mode="propagate")
+    assert up[2] == up[3] > max(up[[0, 1, 4, 5, 6, 7]]) and up[6] == 1  # NaN above every number; +inf the least
+
+
+def test_order_keys_of_64_bit_values():
     big = np.array([2**63 - 1, 2**63 - 2, -(2**63), -1], np.int64)  # beyond float precision
     assert oracle.order_keys(big, want_max=True).argsort().tolist() == [2, 3, 1, 0]
     assert oracle.order_keys(big.astype(">i8"), want_max=False).argsort().tolist() == [0, 1, 3, 2]
-    with pytest.raises(TypeError, match="float64"):
-        oracle.order_keys(np.zeros(2), want_max=True)
+    doubles = np.array([1.0, np.nextafter(1.0, 2.0), -np.nextafter(1.0, 2.0), -1.0, 5e-324, -5e-324], np.float64)
+    assert oracle.order_keys(doubles, want_max=True).argsort().tolist() == [2, 3, 5, 4, 0, 1]  # equal as float32
+    with pytest.raises(TypeError, match="longdouble|float128"):
+        oracle.order_keys(np.zeros(2, np.longdouble), want_max=True)

@@ -72,12 +72,44 @@ def test_kernel_choice_by_shape(sizes, axes, kernel, loader, segment, split):
     assert (p.merge_grid is None) == (p.split == 1)
 
 
+def test_the_float64_bandwidth_case_reads_two_doubles_a_load_in_one_pass():
+    """The full suite's rows_f64, (4096, 32768) FLOAT64 over axis 1 (1 GiB), as the H100's
+    limits plan it: a workgroup of 256 threads a row, each loading 64 16-byte quads (two
+    doubles each) and testing them on their high words before keying them, no split and no
+    merge pass; 64-bit keys never race (their pairs would not fit the atomic word)."""
+    for shader_int64 in (True, False):
+        caps = dataclasses.replace(CAPS, shader_int64=shader_int64, int64_atomics=shader_int64)
+        p = argmax_plan((4096, 32768), [1], data_type="FLOAT64", caps=caps)
+        assert (p.kernel, p.loader, p.segment, p.workgroup_size, p.split) == (
+            "reduce_segments", "load_pair_quads", 256, 256, 1)
+        assert p.merge_kernel is None and not p.race and p.grid == (4096, 1, 1) and p.int64 is shader_int64
+        assert p.skip_test and p.batch == 0  # walk_pairs.wgsl's skip test; batches are walk_batched's
+    one_row = argmax_plan((1, 2**24), [1], data_type="FLOAT64", caps=dataclasses.replace(CAPS, int64_atomics=True))
+    assert one_row.loader == "load_pair_quads" and one_row.split > 1 and not one_row.race
+    assert one_row.chunk % 2 == 0 and one_row.merge_kernel == "merge_partials_workgroup"
+
+
 def test_quads_need_16_byte_aligned_rows():
     assert argmax_plan((64, 1024), [1]).loader == "load_quads"
     assert argmax_plan((64, 1024), [1], strides=(1026, 1)).loader == "load_packed"  # 1026 % 4 != 0
     assert argmax_plan((64, 1024), [1], data_type="FLOAT16", strides=(1032, 1)).loader == "load_quads"
-    assert argmax_plan((64, 1024), [1], data_type="INT64").loader == "load_pairs"
+    assert argmax_plan((64, 1024), [1], data_type="INT64").loader == "load_pair_quads"  # two a quad
+    assert argmax_plan((64, 1024), [1], data_type="FLOAT64").loader == "load_pair_quads"
+    assert argmax_plan((64, 1024), [1], data_type="FLOAT64", strides=(1025, 1)).loader == "load_pairs"  # 1025 % 2
+    assert argmax_plan((64, 1024), [0], data_type="FLOAT64").loader == "load_pairs"  # columns: a thread an output
     assert argmax_plan((64, 1024), [1], data_type="UINT8", strides=(1032, 1)).loader == "load_packed"  # 1032 % 16
+
+
+def test_quads_need_an_input_of_at_least_one_quad():
+    """A caller's binding holds only the tensor's bytes: a shader declaring quads cannot bind fewer than 16."""
+    assert argmax_plan((1, 3), [1]).loader == "load_packed"
+    assert argmax_plan((1, 4), [1]).loader == "load_quads"
+    assert argmax_plan((2, 3), [1], data_type="FLOAT16").loader == "load_packed"  # 12 bytes
+    assert argmax_plan((3, 3), [1], data_type="FLOAT16").kernel == "reduce_rows"  # 20
+    assert argmax_plan((2, 6), [1], data_type="UINT8").loader == "load_packed"  # 12 bytes
+    assert argmax_plan((2, 7), [1], data_type="UINT8").loader == "load_quads"  # 14, in whole words 16
+    assert argmax_plan((4, 4), [0], data_type="UINT8").kernel != "reduce_columns"
+    assert argmax_plan((1, 16), [0], data_type="UINT8").kernel == "reduce_columns"
 
 
 def test_merge_kernel_follows_the_number_of_chunks_and_outputs():

@@ -52,6 +52,8 @@ CASES = [
     ("argmax", (3, 20011), (1,), np.int16),
     ("hardmax", (129, 77), (1,), np.float32),
     ("hardmax", (70, 90), (0,), np.float16),
+    ("argmin", (97, 300), (1,), np.float64),
+    ("hardmax", (41, 77), (1,), np.float64),
 ]
 
 

@@ -84,7 +84,7 @@ class Case:
 
     @property
     def label(self) -> str:
-        short = {"FLOAT32": "f32", "FLOAT16": "f16"}.get(self.dtype.name, self.dtype.name.lower())
+        short = {"FLOAT32": "f32", "FLOAT16": "f16", "FLOAT64": "f64"}.get(self.dtype.name, self.dtype.name.lower())
         axes = "all" if len(self.axes) == len(self.shape) and len(self.shape) > 1 else ",".join(map(str, self.axes))
         op = "" if self.op == "argmax" else f"{self.op} "
         within = f" of ({','.join(map(str, self.within))})" if self.within else ""

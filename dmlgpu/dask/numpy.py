@@ -33,9 +33,10 @@ same errors, at the same time:
   chunk, are taken.
 
 Every type of ``dmlgpu.numpy`` is taken: bool (read as uint8; any nonzero byte is True),
-float32, float16 and the eight integer types, in chunks of any rank (beyond 8, a chunk is
-reduced as 2-D). Other types (float64, which dask.array would take, complex, ...) raise
-``TypeError`` when the graph is built: nothing falls back to the CPU. Masked chunks
+float64 (exactly), float32, float16 and the eight integer types, in chunks of any rank
+(beyond 8, a chunk is reduced as 2-D). Other types (complex, longdouble, datetime, ..., which
+dask.array would take) raise ``TypeError`` when the graph is built: nothing falls back to the
+CPU. Masked chunks
 (``dask.array.ma``) are reduced by ``argmax`` / ``argmin`` as dask.array reduces them (masked
 elements take the fill value of their type); ``nanargmax`` / ``nanargmin`` refuse them
 (``TypeError``). Other chunk types are refused as ``dmlgpu.dask`` refuses them.
@@ -137,8 +138,8 @@ def _check_type(a, name: str) -> None:
             DataType.from_numpy(a.dtype)
         except TypeError:
             raise TypeError(
-                f"dmlgpu.dask.numpy.{name} cannot take {a.dtype} input: DirectML's arg-reductions take "
-                f"{', '.join(dnp.SUPPORTED)} (cast with a.astype(np.float32)); it never falls back to the CPU"
+                f"dmlgpu.dask.numpy.{name} cannot take {a.dtype} input: dmlgpu's arg-reductions take "
+                f"{', '.join(dnp.SUPPORTED)}; it never falls back to the CPU"
             ) from None
     _refuse_masked(a._meta, name, graph=True)
     _chunk_values(a._meta, name.removeprefix("nan"), graph=True)

@@ -9,8 +9,9 @@ in a dispatch: bound as the input (``read-only-storage``) and as the output or t
 (``storage``) of one pass, it is refused, whatever the ranges. Our own tensors never share a
 buffer, but a caller's may (``Device.wrap``, binding tables: input and output at two offsets
 of one buffer). Such a pass binds through the *shared* layout, whose binding 1 is ``storage``
-too, and runs a variant of its WGSL whose input is declared ``read_write``
-(``writable_input``): the same shader, its input still only read.
+too, and runs a variant of its WGSL whose input is declared ``read_write`` and bound once
+(``wgsl.writable_input``; WebGPU refuses two writable bindings that overlap, so binding 4 is a
+small buffer of ours there): the same shader, its input still only read.
 """
 
 from __future__ import annotations
@@ -28,27 +29,24 @@ if TYPE_CHECKING:
     from .runner import Runner
 
 #: Binding 0: parameters; 1: the input (read-only); 2: the output; 3: scratch that a pass
-#: keeps between dispatches (a plan's race words), else a small buffer no shader declares.
+#: keeps between dispatches (a plan's race words), else a small buffer no shader declares;
+#: 4: the input's range again, which a shader reading it in 16-byte quads declares as words
+#: (``shaders/src_quads.wgsl``: a range may end inside a quad); in the shared layout, a small
+#: buffer no shader declares.
 LAYOUT_ENTRIES = [
     {"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.uniform}},
     {"binding": 1, "visibility": wgpu.ShaderStage.COMPUTE,
      "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
     {"binding": 2, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
     {"binding": 3, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
+    {"binding": 4, "visibility": wgpu.ShaderStage.COMPUTE,
+     "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
 ]
 #: The same with binding 1 writable: for a pass whose input shares a buffer with what it writes.
 SHARED_LAYOUT_ENTRIES = [{**e, "buffer": {"type": wgpu.BufferBindingType.storage}} if e["binding"] == 1 else e
                          for e in LAYOUT_ENTRIES]
-_READ_INPUT = "@group(0) @binding(1) var<storage, read> "
 #: Pipelines the cache keeps (least recently used go first; operators hold their own).
 KEPT_PIPELINES = 128
-
-
-def writable_input(source: str) -> str:
-    """A pass's WGSL with its input (binding 1) declared ``read_write``, for the shared layout."""
-    if source.count(_READ_INPUT) != 1:
-        raise ValueError("a pass's WGSL declares its input once, as " + repr(_READ_INPUT.strip()))
-    return source.replace(_READ_INPUT, "@group(0) @binding(1) var<storage, read_write> ")
 
 
 def required_limits(workgroup_size: int) -> dict[str, tuple[int, str]]:
@@ -76,6 +74,7 @@ class Programs:
         self._layouts: dict[bool, tuple] = {}  # by shared: (bind group layout, pipeline layout), made on first use
         self._pipelines: OrderedDict[str, Any] = OrderedDict()  # by WGSL text, most recent last
         self._no_scratch = runner.memory.storage(16)  # binding 3 of passes that keep no scratch
+        self._no_input = runner.memory.storage(16)  # binding 4 of passes in the shared layout
         # the parameter buffers made here (Memory counts the rest), destroyed by ``close``
         self._uniforms: weakref.WeakSet = weakref.WeakSet()
 
@@ -92,13 +91,12 @@ class Programs:
         return layouts
 
     def pipeline(self, source: str, shared: bool = False):
-        """The compute pipeline of this WGSL text, compiled on first use; ``shared``: its variant
-        for the shared layout (``writable_input``). It is compiled outside the runner's lock,
-        so that other threads' calls go on meanwhile and several compile at once (a
-        calibration's candidates do); two threads compiling one text keep the first."""
+        """The compute pipeline of this WGSL text, compiled on first use; ``shared``: for the
+        shared layout, ``source`` being a pass's variant for it (``wgsl.writable_input``). It is
+        compiled outside the runner's lock, so that other threads' calls go on meanwhile and
+        several compile at once (a calibration's candidates do); two threads compiling one text
+        keep the first."""
         runner = self.runner
-        if shared:
-            source = writable_input(source)
         with runner.lock:
             runner.check()
             pipeline = self._pipelines.get(source)
@@ -145,10 +143,11 @@ class Programs:
         return buffer
 
     def bind(self, params, src, dst, scratch=None, shared: bool = False):
-        """The bind group of one pass: its parameters, input, output and the scratch it keeps
-        between dispatches (binding 3, if any). ``src`` and ``dst`` are buffers, or (buffer,
-        offset, size) windows of them; ``shared``: through the shared layout (module docstring),
-        for a ``src`` in the buffer that ``dst`` is in."""
+        """The bind group of one pass: its parameters, input, output, the scratch it keeps
+        between dispatches (binding 3, if any) and its input again (binding 4; not in the shared
+        layout). ``src`` and ``dst`` are buffers, or (buffer, offset, size) windows of them;
+        ``shared``: through the shared layout (module docstring), for a ``src`` in the buffer
+        that ``dst`` is in."""
         def resource(target) -> dict:
             if isinstance(target, tuple):
                 buffer, offset, size = target
@@ -159,5 +158,6 @@ class Programs:
         return self.runner.device.create_bind_group(
             layout=self._layout(shared)[0],
             entries=[{"binding": i, "resource": resource(t)}
-                     for i, t in enumerate((params, src, dst, scratch or self._no_scratch))],
+                     for i, t in enumerate((params, src, dst, scratch or self._no_scratch,
+                                            self._no_input if shared else src))],
         )
