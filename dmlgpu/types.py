@@ -91,13 +91,15 @@ class DataType(_Parsable):
             for member in cls:
                 if np.dtype(member.value) == dt.newbyteorder("="):
                     return member
-        supported = ", ".join(m.value for m in cls)
+        directml = ", ".join(m.value for m in cls if m not in EXTENSION_TYPES)
+        extensions = ", ".join(m.value for m in EXTENSION_TYPES)
         hint = ""
         if dt.kind == "f":
-            hint = " (cast with .astype(np.float32))"
+            hint = " (cast with .astype(np.float64))"
         elif dt.kind == "b":
             hint = " (cast with .astype(np.uint8); dmlgpu.numpy's functions take bool as it is)"
-        raise TypeError(f"{field} is {dt}, but it must be one of DirectML's types {supported}{hint}") from None
+        raise TypeError(f"{field} is {dt}, but it must be one of DirectML's types {directml}, or {extensions}"
+                        f"{hint}") from None
 
 
 class TensorFlags(_Parsable):

@@ -58,14 +58,13 @@ def test_output_into_a_closed_pipe_ends_quietly():
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
     assert proc.returncode == 128 + 13, (proc.returncode, proc.stderr)
 
-def test_a_type_directml_lacks_is_refused_with_a_way_out(device):
-    """``dmlgpu.argmax`` (DirectML's surface) takes DirectML's ten types: float64 is refused
-    with the cast that works, bool with its cast and the functions that take it as it is; the
-    next call works."""
-
-    with pytest.raises(TypeError, match=r"x\.dtype is float64, but .*DirectML's types float32, .*int64 "
-                                        r"\(cast with \.astype\(np\.float32\)\)"):
-        dmlgpu.argmax(np.zeros((2, 3)), 1, device=device)
+def test_a_type_the_operators_lack_is_refused_with_a_way_out(device):
+    """``dmlgpu.argmax`` takes DirectML's ten types and FLOAT64: a wider float (``np.longdouble``)
+    is refused with the cast that works, bool with its cast and the functions that take it as
+    it is; the next call works."""
+    with pytest.raises(TypeError, match=r"x\.dtype is float128, but .*DirectML's types float32, .*int64, or float64 "
+                                        r"\(cast with \.astype\(np\.float64\)\)"):
+        dmlgpu.argmax(np.zeros((2, 3), np.longdouble), 1, device=device)
     with pytest.raises(TypeError, match=r"x\.dtype is bool, .*\.astype\(np\.uint8\); dmlgpu\.numpy's functions take bool"):
         dmlgpu.argmax(np.array([True, False]), 0, device=device)
     assert dmlgpu.argmax(np.array([1, 3, 2], np.float32), 0, device=device).tolist() == [1]
