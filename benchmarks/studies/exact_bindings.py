@@ -1,8 +1,8 @@
 """A caller's input bound to exactly its bytes against one padded to whole 16-byte quads (issue
 35), GPU times interleaved in one process.
 
-    python benchmarks/exact_bindings.py           # on the GPU machine: 256 MiB to 1 GiB inputs
-    python benchmarks/exact_bindings.py --small   # small shapes (lavapipe)
+    python benchmarks/studies/exact_bindings.py           # on the GPU machine: 256 MiB to 1 GiB inputs
+    python benchmarks/studies/exact_bindings.py --small   # small shapes (lavapipe)
 
 The device is yours (``Device.from_wgpu`` on a wgpu device requested as an application would:
 the adapter's binding and buffer limits, dmlgpu's optional features where the adapter has them),
