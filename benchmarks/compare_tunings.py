@@ -6,7 +6,7 @@ Each argument is a set of ``dmlgpu.plan.Tuning`` fields (comma-separated ``name=
 string is the default tuning), for every case, or for one case only when written ``CASE:fields``
 (``cols:columns_unroll=4``); ``cases=`` limits the run to those cases of the full suite. Every variant gets its own ``Device``; per case, five rounds time
 each variant, the ceiling and torch (when importable) in turn, and the medians are printed as
-GB/s, or for latency cases (``llm_argmax``) as microseconds of GPU time (no ceiling). Runs between machine starts differ by up to 20% (docs/performance.md): only compare
+GB/s, or for latency cases (``llm_argmax``) as microseconds of GPU time (no ceiling). Runs between machine starts differ by up to 20% (benchmarks/LOG.md): only compare
 figures from one run.
 """
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stage the dask extra for the GPU machine, which has no network: the wheels of dask[array] and
 # distributed with their dependencies, for CPython 3.12 on x86-64 Linux, into .devkit/ beside
-# wgpu's (shared/device-kit/stage.sh puts those there). There `source .devkit/prelude.sh`
+# wgpu's (which the GPU machine's own kit stages there). There `source .devkit/prelude.sh`
 # installs every .devkit/*.whl. NumPy is not staged: the GPU machine has it (dask needs >= 1.24).
 # Pure Python: dask, distributed, click, cloudpickle, fsspec, jinja2, locket, packaging, partd,
 # sortedcontainers, tblib, toolz, zict. Compiled (manylinux, x86-64): markupsafe, msgpack,

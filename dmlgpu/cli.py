@@ -15,7 +15,7 @@ from .errors import AdapterError, DescriptorError
 GRID = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
 CUBE = np.array([[[12, 0], [-101, 11]], [[3, 234], [0, -101]]], np.float32)
 
-#: SPEC.md section 5: (operator, input, axes, keyword arguments).
+#: The worked examples of docs/semantics.md#worked-examples: (operator, input, axes, keyword arguments).
 EXAMPLES = [
     ("argmax", GRID, (0,), {}),
     ("argmax", GRID, (1,), {}),
@@ -38,7 +38,7 @@ def _compact(a: np.ndarray) -> str:
 
 
 def demo(device) -> int:
-    """Run SPEC.md's worked examples; 0 when every one matches the oracle."""
+    """Run the worked examples of docs/semantics.md; 0 when every one matches the oracle."""
     import dmlgpu
 
     print(f"adapter: {device.name} ({device.runner.backend})")
@@ -280,13 +280,14 @@ def _check_bench(args) -> None:
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="dmlgpu", description=__doc__)
+    # The module's docstring, without its reStructuredText marks: a terminal shows them as typed.
+    parser = argparse.ArgumentParser(prog="dmlgpu", description=(__doc__ or "").replace("``", ""))
     parser.add_argument("--version", action="version", version=f"dmlgpu {__version__}")
     parser.add_argument("--adapter", help="a substring of the adapter's name, or '#N' for the Nth adapter "
                                           "'dmlgpu info' lists (default: DMLGPU_ADAPTER, else the "
                                           "high-performance adapter)")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="run SPEC.md's worked examples against the oracle")
+    sub.add_parser("demo", help="run the worked examples of docs/semantics.md against the oracle")
     p_info = sub.add_parser("info", help="list the adapters with their limits and features, and the feature "
                                          "levels with the operators and types each has")
     p_info.add_argument("--json", action="store_true", help="print JSON")
@@ -335,6 +336,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # (a closed pipe shows here, not at exit)
+        return status
+    except BrokenPipeError:
+        # The reader of the output went away (``dmlgpu info | head``): stop quietly, as a command
+        # that SIGPIPE ends does, and keep Python's flush at exit from reporting it again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # 128 + SIGPIPE, the status a shell reports for a command SIGPIPE ended
+
+
+def _main(argv) -> int:
     args = _parser().parse_args(argv)
     try:
         _check_adapter(args.adapter)

@@ -17,7 +17,7 @@ Deviations from DirectML, all deliberate:
   input's type for HARDMAX and UINT32 for the index operators.
 - FLOAT64 inputs are taken by every operator, an extension beyond DirectML's tables
   (``types.EXTENSION_TYPES``); HARDMAX's output is then FLOAT64 too.
-- A descriptor checks every rule of SPEC.md sections 1-4 when it is constructed, so an
+- A descriptor checks every rule of docs/semantics.md when it is constructed, so an
   invalid descriptor cannot exist. What depends on the device's feature level (whether the
   operator exists there, and the types and dimension counts it takes: ``OPERATOR_SUPPORT``
   in ``types.py``) is checked by ``check_feature_level`` when an operator is compiled.

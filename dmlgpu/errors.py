@@ -7,7 +7,7 @@ not know this module can still catch them by the built-in kind.
 
 
 class DescriptorError(ValueError):
-    """A descriptor breaks a rule of SPEC.md. The message names field, value and rule."""
+    """A descriptor breaks a rule of docs/semantics.md. The message names field, value and rule."""
 
     def within(self, prefix: str) -> "DescriptorError":
         """The same error, with its field named from an enclosing descriptor."""

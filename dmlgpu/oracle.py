@@ -1,4 +1,4 @@
-"""The NumPy reference for ARGMAX, ARGMIN and HARDMAX (SPEC.md sections 2-4).
+"""The NumPy reference for ARGMAX, ARGMIN and HARDMAX (docs/semantics.md: the rule).
 
 GPU results are held to this module bit for bit. It reads the same descriptors as the
 rest of the library (through ``ArgReduction``) and never imports wgpu.
@@ -87,14 +87,15 @@ def _column_index(
 
 
 def _candidates(columns: np.ndarray, want_max: bool, mode: NanMode) -> np.ndarray:
-    """Boolean mask of the positions tied for the extreme of each column, per SPEC.md section 2."""
+    """Boolean mask of the positions tied for the extreme of each column, per
+    docs/semantics.md#index-ties-floats-nan-integers."""
     nan = np.isnan(columns) if columns.dtype.kind == "f" else None
     numbers = columns if nan is None else np.where(nan, -np.inf if want_max else np.inf, columns)
     extreme = (np.maximum if want_max else np.minimum).reduce(numbers, axis=0, keepdims=True)
     candidates = columns == extreme  # NaN equals nothing, so it is never a candidate here
     if mode is NanMode.PROPAGATE and nan is not None:
         candidates = np.where(nan.any(axis=0, keepdims=True), nan, candidates)
-    # An all-NaN slice has no candidate under "ignore": all its positions tie (SPEC.md 2).
+    # An all-NaN slice has no candidate under "ignore": all its positions tie (docs/semantics.md).
     return candidates | ~candidates.any(axis=0, keepdims=True)
 
 
@@ -112,7 +113,7 @@ def order_keys(values: np.ndarray, *, want_max: bool, nan_mode: Union[str, NanMo
     """Order-preserving uint64 keys of ``values``: the larger key is the better candidate.
 
     ``want_max`` (ARGMAX, HARDMAX) keeps the values' order, ``want_max=False`` (ARGMIN)
-    reverses it. Equal keys are exactly the ties of SPEC.md section 2: integers map one to
+    reverses it. Equal keys are exactly the ties of docs/semantics.md: integers map one to
     one (64-bit included), floats (float64 included) keep IEEE order, ``-0.0`` and ``+0.0``
     share a key, every NaN gets one key, the lowest under ``nan_mode="ignore"`` and the
     highest under ``"propagate"``. So picking the

@@ -118,7 +118,7 @@ class Tuning:
     #: Loops marked ``// unroll`` in the templates are written out (wgsl.unroll; off: loops).
     unroll: bool = True
     #: An experiment, never a default: keys are the elements' raw bits (answers are wrong), so
-    #: that a kernel timed with it bounds what its key work costs (docs/performance.md).
+    #: that a kernel timed with it bounds what its key work costs (benchmarks/LOG.md).
     bound_no_keys: bool = False
 
 
@@ -261,7 +261,7 @@ def merge_dims(dims: list[Dim]) -> tuple[Dim, ...]:
 
 def row_major_index_strides(red: ArgReduction) -> dict[int, int]:
     """What a step of each reduced axis adds to the reported index: row-major over the
-    reduced axes in ascending order (SPEC.md)."""
+    reduced axes in ascending order (docs/semantics.md#index-ties-floats-nan-integers)."""
     sizes = red.input.sizes
     return {a: math.prod(sizes[b] for b in red.axes if b > a) for a in red.axes}
 

@@ -32,7 +32,7 @@ SOFTWARE_TUNING = Tuning(
 
 #: What a calibration tries for each family (``plan.family_of``, without its bits): changes to
 #: the adapter's default tuning, the default itself first. On a GPU these are the settings
-#: that interleaved runs found to differ between GPUs or between families (docs/performance.md);
+#: that interleaved runs found to differ between GPUs or between families (benchmarks/LOG.md);
 #: on a CPU adapter, the GPU's default is a candidate too.
 GPU_CANDIDATES: dict[str, tuple[dict, ...]] = {
     "rows": ({}, {"workgroup_size": 128}),

@@ -91,8 +91,15 @@ class DataType(_Parsable):
             for member in cls:
                 if np.dtype(member.value) == dt.newbyteorder("="):
                     return member
-        supported = ", ".join(m.value for m in cls)
-        raise TypeError(f"{field} is {dt}, but it must be one of {supported}") from None
+        directml = ", ".join(m.value for m in cls if m not in EXTENSION_TYPES)
+        extensions = ", ".join(m.value for m in EXTENSION_TYPES)
+        hint = ""
+        if dt.kind == "f":
+            hint = " (cast with .astype(np.float64))"
+        elif dt.kind == "b":
+            hint = " (cast with .astype(np.uint8); dmlgpu.numpy's functions take bool as it is)"
+        raise TypeError(f"{field} is {dt}, but it must be one of DirectML's types {directml}, or {extensions}"
+                        f"{hint}") from None
 
 
 class TensorFlags(_Parsable):
@@ -127,7 +134,7 @@ class ReduceFunction(_Parsable):
 
 
 class NanMode(_Parsable):
-    """What a NaN does (SPEC.md section 2). Not a DirectML field: a library option."""
+    """What a NaN does (docs/semantics.md#index-ties-floats-nan-integers). Not a DirectML field: a library option."""
 
     IGNORE = "ignore"  # DirectML: a NaN is never the extreme while a number is present
     PROPAGATE = "propagate"  # NumPy: the first (or last) NaN is the extreme

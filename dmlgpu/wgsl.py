@@ -5,7 +5,7 @@ A shader is a list of ``const`` declarations followed by readable .wgsl files:
 become an order-preserving key), a loader (how elements are read), a store module
 (what is written) and the kernel. Templates receive finished values only; every decision was made by the planner.
 Also packs the uniform parameters whose layout ``common.wgsl`` declares, and says what each
-pass of a plan binds (``passes``): what the runner and ``export.py`` dispatch.
+pass of a plan binds (``passes``): what the runner and ``exporter.py`` dispatch.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 shaders/, every suite of benchmarks/suites/, py.typed, the runner of exported modules
 (dmlgpu/export_runner.js), and the compiled hot loop
 (dmlgpu/runtime/_hot.so) unless the wheel was built without it (``--no-hot``: then its reason
-file instead); the sdist holds the sources that build them. Exit 1 naming what is missing.
+file instead); the sdist holds the sources that build them. A wheel with the hot loop is tagged
+py3-none-<platform>, and on Linux the platform is a manylinux one (``auditwheel repair`` gives
+it; a package index refuses ``linux_x86_64``). Exit 1 naming what is missing.
 
     python scripts/check_wheel.py dist/dmlgpu-*.whl [dist/dmlgpu-*.tar.gz] [--no-hot]
 """
@@ -38,6 +40,9 @@ def main(argv: list[str]) -> int:
             tag = pathlib.Path(path).stem.split("-")[-3:]
             if hot and tag[:2] != ["py3", "none"]:
                 missing.append(f"{path}: the tag py3-none-<platform>, not {'-'.join(tag)}")
+            if hot and tag[2].startswith("linux_"):
+                missing.append(f"{path}: a manylinux platform tag (auditwheel repair), not {tag[2]}, "
+                               f"which a package index refuses")
         else:
             top = pathlib.Path(path).name.removesuffix(".tar.gz")
             held = {n.removeprefix(top + "/") for n in tarfile.open(path).getnames()}

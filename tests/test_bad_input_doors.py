@@ -1,12 +1,12 @@
 """Bad input through every door (issue 23): random bad calls of ``dmlgpu.onnx_backend``, of
 ``dmlgpu explain`` (call strings and descriptor JSON) and of the ``dmlgpu`` command's flags.
 
-Each door gets thousands of seeded random cases, most of them broken on purpose. Every case
+Each door gets hundreds of seeded random cases (thousands in CI), most of them broken on purpose. Every case
 must either work or fail with one of the door's documented errors (an allowlist of exact
 types), raised by dmlgpu's own code (so nothing escapes from inside protobuf, onnx, json or
 NumPy), with a one-line message that names what is wrong; and the next valid call must still
 give the right answer. ``DMLGPU_FUZZ_SEED`` changes the seed and ``DMLGPU_FUZZ_CASES`` the
-number of cases per door (default 2000).
+number of cases per door (default 400; .ci/run asks 2000).
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ from dmlgpu.explainer import DEFAULT_CAPABILITIES, explain
 from dmlgpu.plan import Capabilities
 
 SEED = int(os.environ.get("DMLGPU_FUZZ_SEED", "23"))
-CASES = int(os.environ.get("DMLGPU_FUZZ_CASES", "2000"))
+CASES = int(os.environ.get("DMLGPU_FUZZ_CASES", "400"))
 PACKAGE = os.path.dirname(os.path.abspath(dmlgpu.__file__))
 #: No single case may take longer than this (a bad number must not make a call hang).
-CASE_SECONDS = 5.0
+CASE_SECONDS = 30.0
 
 
 class Door:
@@ -426,7 +426,7 @@ def test_onnx_backend_bad_models_inputs_and_options(tmp_path):
         if i % 2 == 0:
             _valid_onnx_call(door, valid_model, check_x, i)
     door.check()
-    assert door.valid_calls >= 200
+    assert door.valid_calls >= CASES // 10
 
 
 def _is_compatible(door: Door, model, device, case: str, want: bool) -> None:
@@ -669,7 +669,7 @@ def test_explain_bad_calls_and_json():
             except Exception as err:
                 door.problem(f"valid call after case #{i}", f"{type(err).__name__}: {err}")
     door.check()
-    assert door.valid_calls >= 200
+    assert door.valid_calls >= CASES // 10
 
 
 def _short(value, limit: int = 300) -> str:
@@ -824,4 +824,38 @@ def test_cli_bad_flags(tmp_path, capsys, monkeypatch):
             except BaseException as err:
                 door.problem(f"valid call after case #{i}", f"{type(err).__name__}: {err}")
     door.check()
-    assert door.valid_calls >= 200
+    assert door.valid_calls >= CASES // 10
+
+
+# --- the rare refusals, each once -------------------------------------------------------
+
+
+def test_the_rare_refusals_each_once():
+    """What the randomized cases above reach only now and then (at thousands of cases, not at
+    hundreds): each such refusal and path, once, so that the default depth covers it too."""
+    from dmlgpu.explainer import with_limits
+
+    with pytest.raises(dmlgpu.DescriptorError, match="nests arrays or objects deeper"):
+        operator_from_json('{"Type": "ARGMAX", "Desc": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(dmlgpu.DescriptorError, match="is not UTF-8 text"):
+        operator_from_json(b'{"Type": "\xff"}')
+    with pytest.raises(dmlgpu.DescriptorError, match="holds a value Python cannot read"):
+        operator_from_json('{"Type": ' + "9" * 5000 + "}")
+    assert explain("argmax float32 (3,) axis=0").startswith("operator: ")  # a trailing comma
+    with pytest.raises(dmlgpu.DescriptorError, match="sizes has 0 entries"):
+        explain("argmax float32 () axis=0")
+    cut = with_limits(DEFAULT_CAPABILITIES, 1024, None)  # bindings of 1 KiB
+    assert "=== WGSL #1 ===" in explain("argmax float32 (4, 4096) axis=1", capabilities=cut)  # rows cut
+    assert "=== WGSL #1 ===" in explain("argmax float32 (64, 16) axis=1", capabilities=cut)  # only kept axes cut
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    node = helper.make_node("ArgMax", ["x"], ["y"], axis=1)
+    with pytest.raises(ValueError, match=r"opset_version is 999, but the onnx package here knows opsets 1 to"):
+        backend.run_node(node, [x], opset_version=999)
+    broken = numpy_helper.from_array(np.zeros((2, 2), np.float32), "w")
+    broken.raw_data = b"\0" * 17  # not a whole number of floats (too few bytes, and the checker refuses it)
+    graph = helper.make_graph([helper.make_node("ArgMax", ["x"], ["y"], axis=1)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [2, 1])], initializer=[broken])
+    with pytest.raises(dmlgpu.ModelError, match="an initializer cannot be read as an array"):
+        backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    assert backend.run_node(node, x)[0].ravel().tolist() == [2, 2]  # a bare array; and the next call works

@@ -1,6 +1,6 @@
-"""Randomized bad input through ``dmlgpu.numpy`` and ``dmlgpu.dask``: thousands of calls each.
+"""Randomized bad input through ``dmlgpu.numpy`` and ``dmlgpu.dask``: hundreds of calls each (thousands in CI).
 
-``dmlgpu.numpy`` promises NumPy's behaviour (SPEC.md section 7), so every call is made by
+``dmlgpu.numpy`` promises NumPy's behaviour (docs/semantics.md#numpy-shaped-surfaces), so every call is made by
 NumPy too and the two must agree: the same exception class, or the same value, result type,
 dtype and shape (and the same ``out``). Inputs NumPy takes but DirectML's types do not
 (float64, strings, objects...) must raise ``TypeError``. ``dmlgpu.dask`` promises
@@ -9,7 +9,7 @@ computed, naming the chunk): every case knows the exception class it must raise.
 
 After every case the next valid call must work and be right (checked against NumPy on a
 tiny array). ``DMLGPU_TEST_SEED`` changes the seed, ``DMLGPU_BAD_INPUT_CASES`` the number of
-cases per surface.
+cases per surface (default 400; .ci/run asks 2000).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ except ImportError:  # NumPy < 1.25
     AxisError = np.AxisError
 
 SEED = int(os.environ.get("DMLGPU_TEST_SEED", "2026"))
-CASES = int(os.environ.get("DMLGPU_BAD_INPUT_CASES", "2000"))
+CASES = int(os.environ.get("DMLGPU_BAD_INPUT_CASES", "400"))
 NOVALUE = np._NoValue
 
 GOOD_TYPES = ["bool", "float64", "float32", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",

@@ -1,4 +1,4 @@
-"""Descriptor validation (SPEC.md sections 1-4 and 6), without a GPU.
+"""Descriptor validation (docs/semantics.md), without a GPU.
 
 Every rule is tested at its boundary: one value just inside (accepted) and one just
 outside (refused). A refusal must be a ``DescriptorError`` whose message names the

@@ -9,6 +9,8 @@
   check it).
 - The performance tables of the README and of ``docs/benchmarks.md`` are what
   ``benchmarks/readme_table.py`` writes from the run they name.
+- Every file path that the README, the pages, the package's docstrings, comments and messages,
+  and the command's help cite exists in the repository (with its heading, where one is named).
 
 The build itself (``bash scripts/docs.sh``, ``mkdocs build --strict``) checks the rest: links
 and anchors between pages, and that every ``:::`` entry resolves.
@@ -18,9 +20,12 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import io
 import json
 import pathlib
 import re
+import subprocess
+import tokenize
 
 import pytest
 
@@ -241,3 +246,91 @@ def test_the_bench_tables_are_those_of_the_run_they_name(path, name, writer):
     assert block == getattr(_readme_table(), writer)(report, source)
     assert source in _block(README if path != README else DOCS / "benchmarks.md",
                             "bench-tables" if path == README else "bench-headline")
+
+
+# --- every path cited exists ------------------------------------------------------------------
+
+#: A file path as the docs cite one: folders, a name, one of these suffixes, and perhaps a heading
+#: (``docs/semantics.md#worked-examples``); not a part of a longer path, a URL or a placeholder
+#: (``shaders/<kind>_ceiling.wgsl``).
+_CITED = re.compile(r"(?<![\w/.:<>*{-])((?:[\w.-]+/)*[\w-]+\.(?:md|py|sh|c|wgsl|json|toml|yml|txt|png|svg|csv))"
+                    r"(?:#([\w.-]*\w))?(?![\w/*])")
+#: Names that are not citations of the repository's files: what a command writes (``--json
+#: out.json``) and files a build makes; placeholders in capitals (``OUT/full.json``,
+#: ``benchmarks/results/RUN.json``) are not either, but ``SPEC.md`` is a citation.
+NOT_CITATIONS = {"out.json", "out.png", "_hot_missing.txt"}
+
+
+def _placeholder(path: str) -> bool:
+    parts = pathlib.PurePath(path)
+    capitals = [re.fullmatch(r"[A-Z][A-Z_-]*", p) for p in (*parts.parent.parts, parts.stem)]
+    return any(capitals[:-1]) or bool(capitals[-1]) and parts.suffix != ".md"
+#: The engineering log is history: it names files as they were when each entry was written.
+HISTORY = {ROOT / "benchmarks" / "LOG.md"}
+
+
+def _tracked_names() -> set[str]:
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:  # not a git checkout (a copy of the tree): what is on disk
+        return {p.name for p in ROOT.rglob("*") if ".venv" not in p.parts}
+    return {pathlib.Path(f).name for f in listed.stdout.split()}
+
+
+def _cited_missing(text: str, source: pathlib.Path, names: set[str]) -> list[str]:
+    """The paths of ``text`` (from ``source``) that name no file, or a heading it lacks. A path
+    with folders is resolved against the citing file's folder (a Markdown link), the repository
+    and ``dmlgpu/`` (a module named from inside the package); a bare name must be some file's."""
+    missing = []
+    for match in _CITED.finditer(text):
+        path, anchor = match.groups()
+        name = pathlib.PurePath(path).name
+        if name in NOT_CITATIONS or _placeholder(path):
+            continue
+        if "/" not in path:
+            found = [p for p in (source.parent / path, ROOT / path) if p.is_file()]
+            if not found and name in names:
+                continue
+        else:
+            found = [p for p in (source.parent / path, ROOT / path, PACKAGE / path) if p.exists()]
+        if not found:
+            missing.append(path)
+        elif anchor and found[0].suffix == ".md" and anchor not in anchors(found[0]) | set(_entries(found[0])):
+            missing.append(f"{path}#{anchor} (no such heading)")
+    return missing
+
+
+def _strings_and_comments(path: pathlib.Path) -> str:
+    """What a module says to a reader: its docstrings, messages and comments."""
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return "\n".join(t.string for t in tokens if t.type in (tokenize.STRING, tokenize.COMMENT))
+
+
+def _cli_help() -> str:
+    from dmlgpu import cli
+
+    parser = cli._parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, type(parser._subparsers._group_actions[0])))
+    return "\n".join([parser.format_help()] + [p.format_help() for p in subparsers.choices.values()])
+
+
+def test_every_path_the_docs_docstrings_and_help_cite_exists():
+    names = _tracked_names()
+    pages = [README, ROOT / "CHANGELOG.md"] + sorted(DOCS.rglob("*.md")) + sorted((ROOT / "benchmarks").rglob("*.md"))
+    missing = [f"{page.relative_to(ROOT)}: {m}" for page in pages if page not in HISTORY
+               for m in _cited_missing(page.read_text(), page, names)]
+    missing += [f"{module.relative_to(ROOT)}: {m}" for module in sorted(PACKAGE.rglob("*.py"))
+                for m in _cited_missing(_strings_and_comments(module), module, names)]
+    missing += [f"dmlgpu --help: {m}" for m in _cited_missing(_cli_help(), ROOT, names)]
+    assert not missing, "cited, but not in the repository:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize("text, missing", [
+    ("the rule: SPEC.md section 2", ["SPEC.md"]),
+    ("see `docs/semantics.md#worked-examples`", []),
+    ("see docs/semantics.md#no-such-heading", ["docs/semantics.md#no-such-heading (no such heading)"]),
+    ("[limits](limits.md), runtime/hot.py, https://example.org/x.md, shaders/<kind>_ceiling.wgsl", []),
+    ("benchmarks/results/RUN.json, OUT/full.json, out.json, but benchmarks/gone.py", ["benchmarks/gone.py"]),
+    ("[argmax](reference/dmlgpu.md#dmlgpu.api.argmax), f\"{args.json}\"", []),
+])
+def test_the_citation_check_finds_what_is_missing(text, missing):
+    assert _cited_missing(text, DOCS / "index.md", _tracked_names()) == missing

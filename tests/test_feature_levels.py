@@ -1,4 +1,4 @@
-"""Feature levels (SPEC.md section 3, issue 13): which operators, types and dimension counts
+"""Feature levels (docs/semantics.md#types-and-feature-levels, issue 13): which operators, types and dimension counts
 each DirectML feature level has, checked at every boundary without a GPU; the table of the
 docs' semantics page and ``dmlgpu info`` against the one table in ``types.py``.
 
@@ -76,7 +76,7 @@ def test_every_level_parses_from_each_spelling(level):
 
 def test_modelled_levels_and_the_default():
     """Modelled: the levels at which some operator's table starts. The default is the
-    highest, where every operator works (SPEC.md section 3)."""
+    highest, where every operator works (docs/semantics.md#types-and-feature-levels)."""
     assert MODELLED_LEVELS == (L.FL_1_0, L.FL_2_0, L.FL_2_1, L.FL_3_0, L.FL_4_1, L.FL_5_1)
     assert DEFAULT_FEATURE_LEVEL is L.FL_5_1
     assert all(introduced(operator) <= DEFAULT_FEATURE_LEVEL for operator in OPERATOR_SUPPORT)

@@ -84,7 +84,7 @@ def assert_same(got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
 
 
-# --- SPEC.md section 5, exactly -------------------------------------------------------
+# --- docs/semantics.md#worked-examples, exactly ------------------------------------------
 
 GRID = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
 CUBE = np.array([[[12, 0], [-101, 11]], [[3, 234], [0, -101]]], np.float32)
@@ -202,7 +202,7 @@ def test_nan_everywhere(device, data_type, nan_mode, direction):
 
 
 def test_nan_decisions(device):
-    """SPEC.md section 2 in words, independent of the oracle."""
+    """docs/semantics.md#index-ties-floats-nan-integers in words, independent of the oracle."""
     x = np.array([np.nan, 1, np.nan, 1], np.float32)
     assert dmlgpu.argmax(x, 0, device=device)[0] == 1
     assert dmlgpu.argmin(x, 0, axis_direction="decreasing", device=device)[0] == 3
@@ -526,7 +526,7 @@ def test_feature_level_3_0_refuses_64_bit_inputs():
     assert old.compile(ArgMaxOperatorDesc(TensorDesc("UINT32", (4,)), axes=[0]))(np.arange(4, dtype=np.uint32)).item() == 3
 
 
-# --- feature levels (SPEC.md section 3): refused at compile below the level, run at it ------
+# --- feature levels (docs/semantics.md#types-and-feature-levels): refused at compile below the level, run at it ------
 
 def test_default_device_has_the_highest_modelled_level(device):
     """Every operator works out of the box: HARDMAX1, the newest, on the default device."""

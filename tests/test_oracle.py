@@ -1,4 +1,4 @@
-"""The NumPy oracle against SPEC.md's worked examples, NumPy itself and hand-made edge cases."""
+"""The NumPy oracle against the worked examples of docs/semantics.md, NumPy itself and hand-made edge cases."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def last_index(x: np.ndarray, axis: int, numpy_arg) -> np.ndarray:
     return x.shape[axis] - 1 - flipped
 
 
-# --- SPEC.md section 5 ------------------------------------------------------------------
+# --- docs/semantics.md#worked-examples ---------------------------------------------------
 
 SPEC_3X3 = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
 
@@ -373,12 +373,15 @@ def test_oracle_does_not_import_wgpu():
 
 
 @pytest.mark.parametrize("shape, axes", [((2**21, 2), [1]), ((2**22,), [0]), ((256, 128, 128), [0, 2])])
-def test_a_few_million_elements_in_well_under_a_second(shape, axes):
+def test_a_few_million_elements_in_seconds_not_minutes(shape, axes):
+    """The oracle stays vectorized (a loop over elements in Python would take minutes). A guard,
+    not a speed target: about 0.3 s alone, 1.2 s was seen beside another worker on a loaded
+    2-core machine, so the bound is 10 s."""
     x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
     start = time.perf_counter()
     oracle.argmax(x, axes, axis_direction="decreasing", nan_mode="propagate")
     oracle.hardmax(x, axes)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 10.0
 
 
 # --- order_keys: the oracle's order as integers (dmlgpu.dask merges partial results by them)

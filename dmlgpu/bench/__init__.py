@@ -1,6 +1,6 @@
 """The benchmark behind ``dmlgpu bench``: each case's GPU time beside an in-run ceiling and the peers.
 
-How it measures (shared/PERFORMANCE.md, "How to measure"):
+How it measures (docs/benchmarks.md says how to read what it prints):
 
 - Once per run, a few hundred milliseconds of real work (the read-ceiling kernel) before
   anything is timed: the GPU starts at a low clock and ramps under load.

@@ -63,7 +63,7 @@ class Ceiling:
 
 def warm_up(runner, nbytes: int, seconds: float) -> int:
     """Keep the GPU reading, back to back, for about ``seconds`` of wall time, so that its
-    clock has ramped up before the first timing (PERFORMANCE.md); returns the reads made."""
+    clock has ramped up before the first timing (a GPU starts at a low clock); returns the reads made."""
     nbytes = max(16, min(nbytes, runner.capabilities.max_storage_binding) & ~15)
     src = runner.memory.storage(nbytes)
     ceiling = Ceiling(runner, "read", src, nbytes)

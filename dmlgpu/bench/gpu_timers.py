@@ -4,8 +4,7 @@ that bounds a small call (``bare_round_trips``).
 
 They drive the runner from outside, through what it offers any caller: its programs and
 memory, its path's encoders (with timestamp writes), ``enqueue`` and a read that waits for the queue;
-``bare_round_trips`` calls wgpu-native's functions itself, as ``shared/probes/dispatch_floor.py``
-does, with nothing of dmlgpu's in between.
+``bare_round_trips`` calls wgpu-native's functions itself, with nothing of dmlgpu's in between.
 """
 
 from __future__ import annotations
@@ -38,14 +37,13 @@ def operator_gpu_times(op: "CompiledOperator", input: "Tensor", output: "Tensor"
     return gpu_times(op.device.runner, steps, clear=clear, repeats=repeats)
 
 
-# Long because it is one straight run of wgpu-native calls, as in the probe it mirrors: split
+# Long because it is one straight run of wgpu-native calls, as in a probe of the bare round trip: split
 # up, the loop that is timed would call our Python between them.
 def bare_round_trips(runner: Runner, calls: int, upload: np.ndarray | None = None,
                      in_c: bool = False) -> np.ndarray | None:
     """What bounds a small call, for the benchmarks: wall seconds of each of ``calls``
-    round trips straight through wgpu-native with nothing of dmlgpu's in between (the
-    calls of ``shared/probes/dispatch_floor.py``): a queue write of the bytes ``upload``
-    if given, one 1-workgroup dispatch and a 16-byte copy in one command buffer, one
+    round trips straight through wgpu-native with nothing of dmlgpu's in between: a queue
+    write of the bytes ``upload`` if given, one 1-workgroup dispatch and a 16-byte copy in one command buffer, one
     submit, a map polled as ``NativePath.wait`` polls, and the 16 bytes copied out. Where
     passes may bind mappable memory (``in_place``), the dispatch writes the mapped buffer
     itself, with no copy, as a small call of ours does. None on the public path.

@@ -1,7 +1,7 @@
 """ARGMAX, ARGMIN and HARDMAX on Dask arrays: dmlgpu reduces each chunk, Dask distributes.
 
 ``argmax(x, axes, ...)``, ``argmin`` and ``hardmax`` take a ``dask.array.Array`` and return a
-lazy one, with exactly the semantics of the NumPy-level functions (SPEC.md section 2): rank
+lazy one, with exactly the semantics of the NumPy-level functions (docs/semantics.md): rank
 kept, the flat index over the reduced axes in ascending axis order, direction-aware ties,
 both NaN modes, every input and output type, whatever the chunking. Dask's scheduler runs
 the chunks: its threads, or ``dask.distributed`` workers across processes and machines
