@@ -176,7 +176,7 @@ class Plan:
     column_unroll: int  # reduce_columns: rows loaded before any is folded (1 for the other kernels)
     row_stage: bool  # reduce_rows, a block of several rows a thread: results stored through workgroup memory
     no_keys: bool  # Tuning.bound_no_keys: an experiment whose answers are wrong
-    wide_loads: bool  # load_quads reads each quad as two 64-bit halves (src_quads_wide.wgsl)
+    wide_loads: bool  # load_quads and load_pair_quads read each quad as two 64-bit halves (src_quads_wide.wgsl)
     unroll: bool  # Tuning.unroll: loops marked in the templates are written out
     kept: tuple[Dim, ...]  # dimensions that index outputs, the smallest input stride last
     reduced: tuple[Dim, ...]  # reduced dimensions, ascending axis order
@@ -492,7 +492,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         row_stage=(tuning.row_stage and kernel == "reduce_rows" and segment == 1 and block_rows > 1
                    and staged_rows_fit(wg, block_rows)),
         no_keys=tuning.bound_no_keys,
-        wide_loads=tuning.wide_loads and caps.shader_int64 and loader == "load_quads",
+        wide_loads=tuning.wide_loads and caps.shader_int64 and loader in ("load_quads", "load_pair_quads"),
         unroll=tuning.unroll,
         kept=kept,
         reduced=reduced,
