@@ -55,11 +55,12 @@ TAIL_HANDLING = (
 )
 
 
-def your_device():
-    """A wgpu device as an application that wants dmlgpu at its best would request it."""
+def your_device(without=()):
+    """A wgpu device as an application that wants dmlgpu at its best would request it (less the
+    optional features ``without`` names)."""
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     limits = {name: adapter.limits[name] for name in ("max-storage-buffer-binding-size", "max-buffer-size")}
-    return adapter.request_device_sync(required_features=[f for f in OPTIONAL if f in adapter.features],
+    return adapter.request_device_sync(required_features=[f for f in OPTIONAL if f in adapter.features and f not in without],
                                        required_limits=limits)
 
 
@@ -81,9 +82,11 @@ def case(gpu, device, name: str, shape, axis: int, repeats: int) -> bool:
     for buffer in buffers.values():
         gpu.queue.write_buffer(buffer, 0, x)
     out = device.empty(op.output_desc)
+    ours = device.upload(x)  # dmlgpu's own buffer: where the library puts an input itself
     steps = {}
     for kind, buffer in buffers.items():
         steps[kind], clear = op.passes(device.wrap(buffer, desc), out)
+    steps["ours"], _ = op.passes(ours, out)
     assert len(steps["padded"]) == len(op.sources) and not clear
     programs = device.runner.programs
     steps["padded, before"] = [(programs.pipeline(before(source)), group, grid)
@@ -110,6 +113,7 @@ def case(gpu, device, name: str, shape, axis: int, repeats: int) -> bool:
     for buffer in buffers.values():
         buffer.destroy()
     out.release()
+    ours.release()
     return ok
 
 
@@ -118,10 +122,12 @@ def main() -> int:
     parser.add_argument("--small", action="store_true", help="small shapes, for lavapipe")
     parser.add_argument("--case", action="append", default=[], help="cases whose name contains this (repeatable)")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per variant (default 60, --small 10)")
+    parser.add_argument("--without", action="append", default=[], metavar="FEATURE",
+                        help="request the device without this optional feature (repeatable)")
     args = parser.parse_args()
     repeats = args.repeats or (10 if args.small else 60)
     start = time.perf_counter()
-    gpu = your_device()
+    gpu = your_device(args.without)
     device = dmlgpu.Device.from_wgpu(gpu)
     print(f"{device.name} ({device.runner.backend}), runner path {device.runner.path.name}", flush=True)
     if "timestamp-query" not in gpu.features:
