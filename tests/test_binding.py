@@ -674,10 +674,14 @@ def test_exact_bindings_of_every_family(gpu, caller, family_devices, family):
 
 @pytest.fixture(params=["native", "public"])
 def path_device(request, gpu, monkeypatch):
-    """dmlgpu on the caller's device, on each of the runner's paths."""
+    """dmlgpu on the caller's device, on each of the runner's paths (an install built without
+    the hot loop, CI's no-hot wheel, has only the public one: asking for native gets it)."""
+    from dmlgpu.runtime import hot
+
     monkeypatch.setenv("DMLGPU_RUNNER", request.param)
     device = dmlgpu.Device.from_wgpu(gpu)
-    assert device.runner.path.name == request.param
+    built = hot.library_path()[0] is not None
+    assert device.runner.path.name == (request.param if built else "public")
     yield device
     device.close()
 
