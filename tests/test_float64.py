@@ -59,17 +59,30 @@ def same_bits(got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
 
 
-def all_answers(x: np.ndarray, axes, device) -> None:
-    """ARGMAX and ARGMIN in both directions and both NaN modes, and HARDMAX, as the oracle has them."""
+def all_answers(x: np.ndarray, axes, device, turns=range(4)) -> None:
+    """ARGMAX and ARGMIN in both directions and both NaN modes, and HARDMAX, as the oracle has
+    them: the calls of each of ``turns`` (0 to 3). A turn is ARGMAX, ARGMIN in the other
+    direction and the other NaN mode, and HARDMAX, each a shader of its own (each costs a
+    compile): any turn holds both operators, both directions and both NaN modes; the four every
+    combination."""
     dense = np.ascontiguousarray(x)
-    for nan_mode in NAN_MODES:
-        for direction in DIRECTIONS:
-            for op in ("argmax", "argmin"):
-                got = getattr(dmlgpu, op)(x, axes, axis_direction=direction, nan_mode=nan_mode, device=device,
-                                          output_data_type="int64")
-                same_bits(got, getattr(oracle, op)(dense, axes, axis_direction=direction, nan_mode=nan_mode,
-                                                   output_data_type="int64"))
+    for turn in turns:
+        direction, nan_mode = DIRECTIONS[turn % 2], NAN_MODES[turn // 2 % 2]
+        for op, direction, nan_mode in [("argmax", direction, nan_mode),
+                                        ("argmin", DIRECTIONS[1 - turn % 2], NAN_MODES[1 - turn // 2 % 2])]:
+            got = getattr(dmlgpu, op)(x, axes, axis_direction=direction, nan_mode=nan_mode, device=device,
+                                      output_data_type="int64")
+            same_bits(got, getattr(oracle, op)(dense, axes, axis_direction=direction, nan_mode=nan_mode,
+                                               output_data_type="int64"))
+        nan_mode = NAN_MODES[turn % 2]
         same_bits(dmlgpu.hardmax(x, axes, nan_mode=nan_mode, device=device), oracle.hardmax(dense, axes, nan_mode=nan_mode))
+
+
+def two_turns(key: int) -> tuple:
+    """Turns 0 and 3 for an even ``key``, 1 and 2 for an odd one: either pair gives each
+    operator both directions and both NaN modes (HARDMAX both NaN modes), and the two pairs
+    between them every combination of each operator's."""
+    return (0, 3) if key % 2 == 0 else (1, 2)
 
 
 def test_the_pool_holds_what_it_says():
@@ -106,9 +119,12 @@ def laid_out(x: np.ndarray, kind: str) -> np.ndarray:
 
 @pytest.mark.parametrize("shape, axes, kind", SHAPES, ids=[f"{s}-ax{a}-{k}" for s, a, k in SHAPES])
 def test_adversarial_doubles_against_the_oracle(any_device, shape, axes, kind):
+    """Each layout (its kernel and loader) with every NaN mode of each operator; the directions
+    rotate over the layouts (``two_turns``), each direction with each operator on each 64-bit path."""
     rng = np.random.default_rng(zlib.crc32(repr((shape, kind)).encode()))
+    turns = two_turns(SHAPES.index((shape, axes, kind)))
     for size in (3, len(BITS)):
-        all_answers(laid_out(adversarial(shape, rng, size), kind), axes, any_device)
+        all_answers(laid_out(adversarial(shape, rng, size), kind), axes, any_device, turns)
 
 
 @pytest.fixture(scope="module", params=["native", "words"])
@@ -124,7 +140,8 @@ def test_the_skip_test_of_64_bit_walks(skipping, data_type):
     """Quads skipped on their high words never hide a winner: random rows, rows whose best grows
     with every quad (the limit moves each round), ties in the high word that the low word
     decides, zeros of both signs, NaN of the other sign under propagate, and the integers'
-    extremes, in long rows that split; the plan's skip test is on."""
+    extremes, in long rows that split; the plan's skip test is on. Each operator in both
+    directions, and on doubles in both NaN modes (half the combinations, every pair of them)."""
     rng = np.random.default_rng(zlib.crc32(data_type.encode()))
     dtype = np.dtype(data_type)
     if dtype.kind == "f":
@@ -143,12 +160,14 @@ def test_the_skip_test_of_64_bit_walks(skipping, data_type):
     assert skipping.compile(ArgMaxOperatorDesc(layout.describe(x)[0], axes=[1])).plan.skip_test
     for op in ("argmax", "argmin"):
         for direction in DIRECTIONS:
-            for nan_mode in NAN_MODES if dtype.kind == "f" else ("ignore",):
-                got = getattr(dmlgpu, op)(x, 1, axis_direction=direction, nan_mode=nan_mode, device=skipping)
-                same_bits(got, getattr(oracle, op)(x, 1, axis_direction=direction, nan_mode=nan_mode))
+            # a float's NaN mode alternates with the operator and direction: each operator and
+            # each direction meet both NaN modes
+            nan_mode = NAN_MODES[(op == "argmin") ^ (direction == "decreasing")] if dtype.kind == "f" else "ignore"
+            got = getattr(dmlgpu, op)(x, 1, axis_direction=direction, nan_mode=nan_mode, device=skipping)
+            same_bits(got, getattr(oracle, op)(x, 1, axis_direction=direction, nan_mode=nan_mode))
     if dtype.kind == "f":
-        all_answers(x[:, :2001], (1,), skipping)  # a ragged tail
-        all_answers(x.reshape(1, -1), (1,), skipping)  # one long row, split into chunks
+        all_answers(x[:, :2001], (1,), skipping, two_turns(0))  # a ragged tail
+        all_answers(x.reshape(1, -1), (1,), skipping, two_turns(1))  # one long row, split into chunks
 
 
 def test_the_planner_reads_two_doubles_a_load_where_rows_allow(device):
@@ -228,7 +247,7 @@ def test_pieces_beyond_one_binding(small_limits, shape, axes, transposed, merges
     desc = ArgMaxOperatorDesc(layout.describe(x)[0], axes=axes)
     schedule = small_limits.compile(desc).schedule
     assert len(schedule.pieces) > 1 and (schedule.merges > 0) == merges
-    all_answers(x, axes, small_limits)
+    all_answers(x, axes, small_limits, two_turns(PIECES.index((shape, axes, transposed, merges))))
     resident = small_limits.upload(x)
     assert len(resident._buffers) > 1 or x.nbytes <= 16384
     same_bits(dmlgpu.argmin(resident, axes, nan_mode="propagate").numpy(),

@@ -376,7 +376,8 @@ def masked_dask(da, x: np.ndarray, mask: np.ndarray, chunks, how: str):
 @pytest.mark.parametrize("dtype", DASK_TYPES, ids=lambda d: np.dtype(d).name)
 def test_masked_chunks_match_numpys_masked_argmax(da, dtype):
     """Masked chunks, split along the reduced axes (the (key, index) tree) or not (each chunk
-    final), against NumPy's masked argmax; NaN propagates as NumPy's does."""
+    final), against NumPy's masked argmax; NaN propagates as NumPy's does. DECREASING, against
+    dmlgpu's own function, for one of the operators each case."""
     import dmlgpu.dask as dd
 
     rng = np.random.default_rng([SEED, 7, np.dtype(dtype).num])
@@ -399,7 +400,11 @@ def test_masked_chunks_match_numpys_masked_argmax(da, dtype):
             value = got.compute()
             assert type(value) is np.ndarray and value.shape == want.shape, what
             np.testing.assert_array_equal(value, want, err_msg=what)
-            # DECREASING (the last of equal extremes), which NumPy lacks: as dmlgpu's own function
+            # DECREASING (the last of equal extremes), which NumPy lacks: as dmlgpu's own function,
+            # for one operator a case (a compile each): ARGMAX in the first four, ARGMIN in the
+            # last four, each meeting every shape, mask style and construction
+            if op != ("argmax", "argmin")[case // 4]:
+                continue
             last = getattr(dd, op)(arr, axes, axis_direction="decreasing", nan_mode="propagate").compute()
             np.testing.assert_array_equal(
                 last, getattr(dmlgpu, op)(m, axes, axis_direction="decreasing", nan_mode="propagate"), err_msg=what)
