@@ -67,9 +67,9 @@ def all_answers(x: np.ndarray, axes, device, turns=range(4)) -> None:
     combination."""
     dense = np.ascontiguousarray(x)
     for turn in turns:
-        direction, nan_mode = DIRECTIONS[turn % 2], NAN_MODES[turn // 2 % 2]
-        for op, direction, nan_mode in [("argmax", direction, nan_mode),
-                                        ("argmin", DIRECTIONS[1 - turn % 2], NAN_MODES[1 - turn // 2 % 2])]:
+        d, n = turn % 2, turn // 2 % 2
+        for op, direction, nan_mode in [("argmax", DIRECTIONS[d], NAN_MODES[n]),
+                                        ("argmin", DIRECTIONS[1 - d], NAN_MODES[1 - n])]:
             got = getattr(dmlgpu, op)(x, axes, axis_direction=direction, nan_mode=nan_mode, device=device,
                                       output_data_type="int64")
             same_bits(got, getattr(oracle, op)(dense, axes, axis_direction=direction, nan_mode=nan_mode,
