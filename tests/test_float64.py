@@ -79,10 +79,11 @@ def all_answers(x: np.ndarray, axes, device, turns=range(4)) -> None:
 
 
 def two_turns(key: int) -> tuple:
-    """Turns 0 and 3 for an even ``key``, 1 and 2 for an odd one: either pair gives each
-    operator both directions and both NaN modes (HARDMAX both NaN modes), and the two pairs
-    between them every combination of each operator's."""
-    return (0, 3) if key % 2 == 0 else (1, 2)
+    """Turn ``key`` (mod 4) and the turn 3 - ``key``: either pair gives each operator both
+    directions and both NaN modes (HARDMAX both NaN modes), and consecutive keys between them
+    every combination of each operator's. Tests over both 64-bit paths give the first to the
+    native path and the second to the words, so that each path meets every turn too."""
+    return key % 4, (3 - key) % 4
 
 
 def test_the_pool_holds_what_it_says():
@@ -118,13 +119,14 @@ def laid_out(x: np.ndarray, kind: str) -> np.ndarray:
 
 
 @pytest.mark.parametrize("shape, axes, kind", SHAPES, ids=[f"{s}-ax{a}-{k}" for s, a, k in SHAPES])
-def test_adversarial_doubles_against_the_oracle(any_device, shape, axes, kind):
-    """Each layout (its kernel and loader) with every NaN mode of each operator; the directions
-    rotate over the layouts (``two_turns``), each direction with each operator on each 64-bit path."""
+def test_adversarial_doubles_against_the_oracle(request, any_device, shape, axes, kind):
+    """Each layout (its kernel and loader) with both directions and both NaN modes of each
+    operator over its two 64-bit paths, a turn each (``two_turns``); the turns rotate over the
+    layouts, so that each path meets every combination."""
     rng = np.random.default_rng(zlib.crc32(repr((shape, kind)).encode()))
-    turns = two_turns(SHAPES.index((shape, axes, kind)))
+    turn = two_turns(SHAPES.index((shape, axes, kind)))[request.node.callspec.params["any_device"] == "words"]
     for size in (3, len(BITS)):
-        all_answers(laid_out(adversarial(shape, rng, size), kind), axes, any_device, turns)
+        all_answers(laid_out(adversarial(shape, rng, size), kind), axes, any_device, (turn,))
 
 
 @pytest.fixture(scope="module", params=["native", "words"])
@@ -240,14 +242,17 @@ PIECES = [
 
 
 @pytest.mark.parametrize("shape, axes, transposed, merges", PIECES)
-def test_pieces_beyond_one_binding(small_limits, shape, axes, transposed, merges):
+def test_pieces_beyond_one_binding(request, small_limits, shape, axes, transposed, merges):
+    """Each cut with both directions and both NaN modes of each operator over its two 64-bit
+    paths, a turn each (``two_turns``), rotating over the cuts; and ARGMIN of a resident tensor."""
     rng = np.random.default_rng(zlib.crc32(repr(shape).encode()))
     x = adversarial(shape[::-1] if transposed else shape, rng, 3)  # ties across pieces too
     x = x.T if transposed else x
     desc = ArgMaxOperatorDesc(layout.describe(x)[0], axes=axes)
     schedule = small_limits.compile(desc).schedule
     assert len(schedule.pieces) > 1 and (schedule.merges > 0) == merges
-    all_answers(x, axes, small_limits, two_turns(PIECES.index((shape, axes, transposed, merges))))
+    turn = two_turns(PIECES.index((shape, axes, transposed, merges)))[request.node.callspec.params["small_limits"] is False]
+    all_answers(x, axes, small_limits, (turn,))
     resident = small_limits.upload(x)
     assert len(resident._buffers) > 1 or x.nbytes <= 16384
     same_bits(dmlgpu.argmin(resident, axes, nan_mode="propagate").numpy(),
