@@ -376,8 +376,10 @@ def masked_dask(da, x: np.ndarray, mask: np.ndarray, chunks, how: str):
 @pytest.mark.parametrize("dtype", DASK_TYPES, ids=lambda d: np.dtype(d).name)
 def test_masked_chunks_match_numpys_masked_argmax(da, dtype):
     """Masked chunks, split along the reduced axes (the (key, index) tree) or not (each chunk
-    final), against NumPy's masked argmax; NaN propagates as NumPy's does. DECREASING, against
-    dmlgpu's own function, for one of the operators each case."""
+    final), against NumPy's masked argmax; NaN propagates as NumPy's does. A case runs one
+    operator against NumPy and the other DECREASING against dmlgpu's own function (an operator
+    and direction a shader, each a compile): ARGMAX against NumPy in the first four cases, ARGMIN
+    in the last four, each meeting every shape, mask style and construction both ways."""
     import dmlgpu.dask as dd
 
     rng = np.random.default_rng([SEED, 7, np.dtype(dtype).num])
@@ -394,17 +396,14 @@ def test_masked_chunks_match_numpys_masked_argmax(da, dtype):
         for op in ("argmax", "argmin"):
             axis = [None, 0, len(shape) - 1][int(rng.integers(3))]
             axes = tuple(range(len(shape))) if axis is None else axis
-            want = np.asarray(getattr(np, op)(m, axis=axis, keepdims=True))
-            got = getattr(dd, op)(arr, axes, nan_mode="propagate", output_data_type="int64")
             what = f"dd.{op}(masked {x!r} mask {mask!r}, chunks={chunks}, axes={axes})"
-            value = got.compute()
-            assert type(value) is np.ndarray and value.shape == want.shape, what
-            np.testing.assert_array_equal(value, want, err_msg=what)
-            # DECREASING (the last of equal extremes), which NumPy lacks: as dmlgpu's own function,
-            # for one operator a case (a compile each): ARGMAX in the first four, ARGMIN in the
-            # last four, each meeting every shape, mask style and construction
-            if op != ("argmax", "argmin")[case // 4]:
+            if op == ("argmax", "argmin")[case // 4]:  # against NumPy's masked argmax
+                want = np.asarray(getattr(np, op)(m, axis=axis, keepdims=True))
+                value = getattr(dd, op)(arr, axes, nan_mode="propagate", output_data_type="int64").compute()
+                assert type(value) is np.ndarray and value.shape == want.shape, what
+                np.testing.assert_array_equal(value, want, err_msg=what)
                 continue
+            # DECREASING (the last of equal extremes), which NumPy lacks: as dmlgpu's own function
             last = getattr(dd, op)(arr, axes, axis_direction="decreasing", nan_mode="propagate").compute()
             np.testing.assert_array_equal(
                 last, getattr(dmlgpu, op)(m, axes, axis_direction="decreasing", nan_mode="propagate"), err_msg=what)
