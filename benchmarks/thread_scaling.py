@@ -5,7 +5,11 @@ bare wgpu-native round trip (``gpu_timers.bare_round_trips``: a dispatch, a 16-b
 a map polled, nothing of ours in between) from as many threads, each with its own buffers:
 from Python (``bare``: each of wgpu-native's calls a cffi call, which lets go of the
 interpreter's lock and takes it back) and from C (``bare C``: ``_hot.c``'s ``dml_round_trips``,
-one C call a thread for all its round trips, the interpreter's lock let go throughout).
+one C call a thread for all its round trips, the interpreter's lock let go throughout). Our
+calls are also timed under one lock a call (``locked``: the calls of all threads taken one at a
+time, as a user's own lock would): where that does more than the unlocked calls, what threads
+cost us is contention (for the interpreter's lock, handed over at every call into C, and ours),
+not the GPU's work.
 
     python benchmarks/thread_scaling.py [--seconds 0.5] [--spins 500,0,50] [--json out.json]
 
@@ -53,6 +57,11 @@ def bare_rate(runner, threads: int, seconds: float, in_c: bool = False) -> float
     return sum(done) / (time.perf_counter() - began)
 
 
+def _locked(lock: threading.Lock, fn):
+    with lock:
+        return fn()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.5)
@@ -67,16 +76,19 @@ def main() -> int:
         t = device.upload(x)
         variants = {"resident": lambda t=t: dmlgpu.argmax(t, 1).numpy(),
                     "numpy": lambda device=device: dmlgpu.argmax(x, 1, device=device)}
+        one_at_a_time = threading.Lock()
+        for name, fn in list(variants.items()):
+            variants[f"{name} locked"] = lambda fn=fn, lock=one_at_a_time: _locked(lock, fn)
         for name, fn in variants.items():
             rate(fn, 1, 0.2)  # warm
             rates = {n: rate(fn, n, args.seconds) for n in THREADS}
             report["results"][f"{name} spin={spin}"] = rates
-            print(f"{name:<9} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()), flush=True)
+            print(f"{name:<16} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()), flush=True)
         if device.runner.path.name == "native":
             for name, in_c in (("bare", False), ("bare C", True)):
                 rates = {n: bare_rate(device.runner, n, args.seconds, in_c) for n in THREADS}
                 report["results"][f"{name} spin={spin}"] = rates
-                print(f"{name:<9} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()),
+                print(f"{name:<16} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()),
                       flush=True)
         t.release()
         device.close()
