@@ -9,9 +9,11 @@ one C call a thread for all its round trips, the interpreter's lock let go throu
 calls are also timed under one lock a call (``locked``: the calls of all threads taken one at a
 time, as a user's own lock would): where that does more than the unlocked calls, what threads
 cost us is contention (for the interpreter's lock, handed over at every call into C, and ours),
-not the GPU's work.
+not the GPU's work. ``resident no turns`` is a device whose small reads do not take turns
+(``Transfers.read_turn``), as before they did. ``--rounds N`` repeats every variant at every
+thread count N times, interleaved, and prints each round's figure (the JSON keeps the medians).
 
-    python benchmarks/thread_scaling.py [--seconds 0.5] [--spins 500,0,50] [--json out.json]
+    python benchmarks/thread_scaling.py [--seconds 0.5] [--spins 500,0,50] [--rounds 1] [--json out.json]
 
 If the round trips from C do not get more done from more threads, the limit is wgpu-native's
 (its locks), not Python's; if those from C do and those from Python do not, it is the
@@ -21,6 +23,7 @@ interpreter's lock, taken back after each of wgpu-native's calls.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import threading
 import time
@@ -66,32 +69,44 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.5)
     parser.add_argument("--spins", default="500,0,50", help="spin_us settings to try, comma-separated")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of every variant at every thread count")
     parser.add_argument("--json")
     args = parser.parse_args()
     x = np.random.default_rng(0).standard_normal((1, 151936)).astype(np.float32)
     report: dict = {"seconds": args.seconds, "threads": THREADS, "results": {}}
     for spin in (int(s) for s in args.spins.split(",")):
         with configured(spin_us=spin):
-            device = dmlgpu.Device()
-        t = device.upload(x)
-        variants = {"resident": lambda t=t: dmlgpu.argmax(t, 1).numpy(),
-                    "numpy": lambda device=device: dmlgpu.argmax(x, 1, device=device)}
+            device, untaken = dmlgpu.Device(), dmlgpu.Device()
+        untaken.runner.transfers.read_turn = contextlib.nullcontext()  # reads as before they took turns
+        t, u = device.upload(x), untaken.upload(x)
         one_at_a_time = threading.Lock()
-        for name, fn in list(variants.items()):
+        variants = {"resident": lambda t=t: dmlgpu.argmax(t, 1).numpy(),
+                    "resident no turns": lambda u=u: dmlgpu.argmax(u, 1).numpy(),
+                    "numpy": lambda device=device: dmlgpu.argmax(x, 1, device=device)}
+        for name in ("resident", "numpy"):
+            fn = variants[name]
             variants[f"{name} locked"] = lambda fn=fn, lock=one_at_a_time: _locked(lock, fn)
-        for name, fn in variants.items():
+        rates: dict = {name: {n: [] for n in THREADS} for name in variants}
+        for fn in variants.values():
             rate(fn, 1, 0.2)  # warm
-            rates = {n: rate(fn, n, args.seconds) for n in THREADS}
-            report["results"][f"{name} spin={spin}"] = rates
-            print(f"{name:<16} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()), flush=True)
+        for _ in range(args.rounds):  # interleaved: every variant at a thread count, then the next count
+            for n in THREADS:
+                for name, fn in variants.items():
+                    rates[name][n].append(rate(fn, n, args.seconds))
+        for name, by_threads in rates.items():
+            report["results"][f"{name} spin={spin}"] = {n: float(np.median(r)) for n, r in by_threads.items()}
+            print(f"{name:<22} spin {spin:>4} us: " + ", ".join(
+                f"{n}: " + "/".join(f"{v:,.0f}" for v in r) for n, r in by_threads.items()), flush=True)
         if device.runner.path.name == "native":
             for name, in_c in (("bare", False), ("bare C", True)):
-                rates = {n: bare_rate(device.runner, n, args.seconds, in_c) for n in THREADS}
-                report["results"][f"{name} spin={spin}"] = rates
-                print(f"{name:<16} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in rates.items()),
+                bare = {n: bare_rate(device.runner, n, args.seconds, in_c) for n in THREADS}
+                report["results"][f"{name} spin={spin}"] = bare
+                print(f"{name:<22} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in bare.items()),
                       flush=True)
         t.release()
+        u.release()
         device.close()
+        untaken.close()
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
