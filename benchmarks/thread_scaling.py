@@ -9,8 +9,7 @@ one C call a thread for all its round trips, the interpreter's lock let go throu
 calls are also timed under one lock a call (``locked``: the calls of all threads taken one at a
 time, as a user's own lock would): where that does more than the unlocked calls, what threads
 cost us is contention (for the interpreter's lock, handed over at every call into C, and ours),
-not the GPU's work. ``resident no turns`` is a device whose small reads do not take turns
-(``Transfers.read_turn``), as before they did. ``--rounds N`` repeats every variant at every
+not the GPU's work. ``--rounds N`` repeats every variant at every
 thread count N times, interleaved, and prints each round's figure (the JSON keeps the medians).
 
     python benchmarks/thread_scaling.py [--seconds 0.5] [--spins 500,0,50] [--rounds 1] [--json out.json]
@@ -23,7 +22,6 @@ interpreter's lock, taken back after each of wgpu-native's calls.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import threading
 import time
@@ -76,12 +74,10 @@ def main() -> int:
     report: dict = {"seconds": args.seconds, "threads": THREADS, "results": {}}
     for spin in (int(s) for s in args.spins.split(",")):
         with configured(spin_us=spin):
-            device, untaken = dmlgpu.Device(), dmlgpu.Device()
-        untaken.runner.transfers.read_turn = contextlib.nullcontext()  # reads as before they took turns
-        t, u = device.upload(x), untaken.upload(x)
+            device = dmlgpu.Device()
+        t = device.upload(x)
         one_at_a_time = threading.Lock()
         variants = {"resident": lambda t=t: dmlgpu.argmax(t, 1).numpy(),
-                    "resident no turns": lambda u=u: dmlgpu.argmax(u, 1).numpy(),
                     "numpy": lambda device=device: dmlgpu.argmax(x, 1, device=device)}
         for name in ("resident", "numpy"):
             fn = variants[name]
@@ -104,9 +100,7 @@ def main() -> int:
                 print(f"{name:<22} spin {spin:>4} us: " + ", ".join(f"{n}: {r:,.0f}" for n, r in bare.items()),
                       flush=True)
         t.release()
-        u.release()
         device.close()
-        untaken.close()
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

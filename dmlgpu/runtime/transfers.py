@@ -199,8 +199,6 @@ class Transfers:
         self.copies = HostCopies(cores)
         self._read_maps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # readable buffer -> its map
         self.rings = Rings(runner)
-        # Small reads on the native path, one thread at a time (``read_into``)
-        self.read_turn: Any = threading.Lock()
 
     def close(self) -> None:
         """End the copy threads, and wake transfers waiting for a ring (they find the device
@@ -335,26 +333,14 @@ class Transfers:
         """Copy ``out.nbytes`` bytes of ``buffer`` from ``offset`` into the uint8 array ``out``,
         after all recorded work: small reads through one staging buffer (one submit, one map),
         or the buffer itself where it is readable; large ones streamed through the MAP_READ
-        ring. Ctrl-C is held back meanwhile.
-
-        Small reads on the native path take turns (``read_turn``), each from its submit to
-        its copy out: threads that queue on one lock cost less than threads handing the
-        interpreter's lock to each other at every call into C. On the H100, resident small
-        calls from 2-16 threads under one lock a call did 1.5-2.9x the calls per second of
-        the same calls unlocked, 78-96% of one thread's (benchmarks/LOG.md, 2026-11-26)."""
+        ring. Ctrl-C is held back meanwhile."""
         with interrupts_held():
             nbytes = out.nbytes
             if nbytes > self.stream_above:
                 return self._read_streamed(buffer, out, offset)
-            if not isinstance(self.runner.path, NativePath):
-                return self._read_small(buffer, out, offset)
-            with self.read_turn:
-                return self._read_small(buffer, out, offset)
-
-    def _read_small(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
-        if buffer.usage == READABLE and offset == 0 and out.nbytes <= buffer.size:
-            return self._read_in_place(buffer, out)
-        return self._read_staged(buffer, out, offset)
+            if buffer.usage == READABLE and offset == 0 and nbytes <= buffer.size:
+                return self._read_in_place(buffer, out)
+            return self._read_staged(buffer, out, offset)
 
     def _read_staged(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
         """A small read through a MAP_READ staging buffer: its copy recorded after the work
