@@ -25,6 +25,7 @@ from dmlgpu.desc import (
     ArgMinOperatorDesc,
     ReduceOperatorDesc,
     TensorDesc,
+    operator_for,
 )
 from dmlgpu.types import DEFAULT_FEATURE_LEVEL, DataType, FeatureLevel
 from dmlgpu.bench.gpu_timers import operator_gpu_times
@@ -32,6 +33,47 @@ from dmlgpu.bench.gpu_timers import operator_gpu_times
 FLOATS = (DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64)
 INDEX_TYPES = ("uint32", "int32", "uint64", "int64")
 LAYOUTS = ("packed", "permuted", "padded", "broadcast")
+NAN_MODES = ("ignore", "propagate")
+SMALL_TYPES = [t for t in DataType if t.size <= 4]
+
+
+def fixture_index(request, name: str) -> int:
+    """Which of its params the module fixture ``name`` has in this test (0, 1, ...)."""
+    return request.node.callspec.indices[name]
+
+
+def half_the_calls(data_type: DataType, key: int, hardmax: bool = True) -> list[tuple[str, dict]]:
+    """A covering design for the tests that run many tunings or paths over every type: each
+    case runs half of the (op, direction) pairs, ARGMAX and ARGMIN in opposite directions (so
+    each case meets both ops and both directions), and its neighbour by ``key`` the other half;
+    output types and (floats) NaN modes rotate along ``key`` (one 32- and one 64-bit output a
+    case, both NaN modes a float case), and HARDMAX1 joins every float case (``hardmax``).
+    Each call is a distinct shader, so a case costs 2 or 3 texts instead of 4 to 10, while any
+    eight consecutive keys meet every (op, direction, output type, NaN mode) pair."""
+    directions = ("increasing", "decreasing")[:: 1 if key % 2 == 0 else -1]
+    calls = []
+    for j, (op, direction) in enumerate(zip(("argmax", "argmin"), directions)):
+        kwargs = {"axis_direction": direction, "output_data_type": INDEX_TYPES[(key + key // 2 + 2 * j) % 4]}
+        if data_type.is_float:
+            kwargs["nan_mode"] = NAN_MODES[(key // 2 + j) % 2]
+        calls.append((op, kwargs))
+    if hardmax and data_type.is_float:
+        calls.append(("hardmax", {"nan_mode": NAN_MODES[(key // 2 + key // 4) % 2]}))
+    return calls
+
+
+def one_call(data_type: DataType, key: int) -> list[tuple[str, dict]]:
+    """One call of ``half_the_calls``: keys 2m and 2m + 1 make the two of ``half_the_calls(m)``,
+    so that any four consecutive keys meet every (op, direction) pair."""
+    return [half_the_calls(data_type, key // 2, hardmax=False)[key % 2]]
+
+
+def plan_of(device, op: str, x: np.ndarray, axes, kwargs: dict):
+    """The plan of the NumPy-level call ``op(x, axes, **kwargs)`` (compiling no other WGSL)."""
+    direction = kwargs.get("axis_direction", "increasing").upper()
+    out_type = kwargs.get("output_data_type", "uint32").upper()
+    desc = operator_for(op, layout.describe(x)[0], tuple(axes), direction, out_type)
+    return device.compile(desc, nan_mode=kwargs.get("nan_mode", "ignore")).plan
 
 
 def value_pool(data_type: DataType) -> np.ndarray:
@@ -148,17 +190,18 @@ def matrix_cases():
 )
 def test_matrix(device, device_words, cpu_device, data_type, shape, axes, op, direction, out_type, layout, nan_mode,
                 seed):
-    # every other case plans as for a CPU adapter (tuning.SOFTWARE_TUNING)
+    """Every other case plans as for a CPU adapter (tuning.SOFTWARE_TUNING); of the others,
+    64-bit inputs take the two key paths in turn (native u64 and two 32-bit words)."""
     if seed % 2:
-        device = device_words = cpu_device
+        device = cpu_device
+    elif data_type.size == 8 and seed // 2 % 2:
+        device = device_words
     rng = np.random.default_rng(seed)
     x = in_layout(tie_values(data_type, shape, rng), layout, rng)
     kwargs = {"nan_mode": nan_mode}
     if op != "hardmax":
         kwargs.update(axis_direction=direction, output_data_type=out_type)
-    # 64-bit inputs run on both key paths: native u64 and two 32-bit words.
-    for dev in (device, device_words) if data_type.size == 8 else (device,):
-        assert_same(*run_both(op, x, axes, dev, **kwargs))
+    assert_same(*run_both(op, x, axes, device, **kwargs))
 
 
 @settings(max_examples=40, deadline=None)
@@ -194,10 +237,11 @@ def nan_rows(data_type: DataType) -> np.ndarray:
 @pytest.mark.parametrize("nan_mode", ["ignore", "propagate"])
 @pytest.mark.parametrize("direction", ["increasing", "decreasing"])
 def test_nan_everywhere(device, data_type, nan_mode, direction):
+    """ARGMAX or ARGMIN, alternating over (type, NaN mode, direction), so that each type
+    meets both ops in each NaN mode and in each direction; HARDMAX1 in each NaN mode."""
     rows = nan_rows(data_type)
-    for op in ("argmax", "argmin"):
-        got, want = run_both(op, rows, 1, device, nan_mode=nan_mode, axis_direction=direction)
-        assert_same(got, want)
+    op = ("argmax", "argmin")[(FLOATS.index(data_type) + NAN_MODES.index(nan_mode) + (direction == "decreasing")) % 2]
+    assert_same(*run_both(op, rows, 1, device, nan_mode=nan_mode, axis_direction=direction))
     assert_same(*run_both("hardmax", rows, 1, device, nan_mode=nan_mode))
 
 
@@ -231,21 +275,32 @@ def test_signed_zero_infinity_subnormal(device, data_type):
 
 
 @pytest.mark.parametrize("data_type", [t for t in DataType if not t.is_float], ids=lambda t: t.name)
-def test_integer_extremes(any_device, data_type):
+def test_integer_extremes(request, any_device, data_type):
+    """Each (op, direction) pair; a 64-bit type two of them on each key path (both ops, both
+    directions), the other two on the other (the narrower types' shaders are the same on
+    both)."""
     info = np.iinfo(data_type.numpy)
     x = np.array([1, info.max, info.min, info.max, info.min, 1], data_type.numpy)
-    assert dmlgpu.argmax(x, 0, device=any_device)[0] == 1
-    assert dmlgpu.argmax(x, 0, axis_direction="decreasing", device=any_device)[0] == 3
-    assert dmlgpu.argmin(x, 0, device=any_device)[0] == 2
-    assert dmlgpu.argmin(x, 0, axis_direction="decreasing", device=any_device)[0] == 4
+    checks = [("argmax", "increasing", 1), ("argmax", "decreasing", 3), ("argmin", "increasing", 2),
+              ("argmin", "decreasing", 4)]
+    if data_type.size == 8:
+        path = fixture_index(request, "any_device")
+        checks = [checks[path], checks[3 - path]]
+    for op, direction, want in checks:
+        assert getattr(dmlgpu, op)(x, 0, axis_direction=direction, device=any_device)[0] == want
 
 
-@pytest.mark.parametrize("n", [8, 70, 300, 5000])
+QUAD_LENGTHS = [8, 70, 300, 5000]
+
+
+@pytest.mark.parametrize("n", QUAD_LENGTHS)
 @pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
 def test_quads_that_only_tie(device, data_type, n):
     """Rows read as 16-byte quads, whose elements only tie with the best so far: -0.0
     after +0.0, and a type's far extreme for the other operator (the key a thread's walk
-    starts from), with ragged tails and splits."""
+    starts from), with ragged tails and splits. Each (type, length) runs one (op, direction)
+    pair (``one_call``, keyed by 3 x type + length): each type meets all four over its
+    lengths, and each length all four over the types."""
     dtype = data_type.numpy
     rows = []
     if data_type.is_float:
@@ -254,10 +309,10 @@ def test_quads_that_only_tie(device, data_type, n):
     else:
         info = np.iinfo(dtype)
         rows += [np.full(n, info.max, dtype), np.full(n, info.min, dtype)]
+    calls = one_call(data_type, 3 * SMALL_TYPES.index(data_type) + QUAD_LENGTHS.index(n))
     for row in rows:  # one row at a time: quads from its start, its tail ragged
-        for op in ("argmax", "argmin"):
-            for direction in ("increasing", "decreasing"):
-                assert_same(*run_both(op, row, 0, device, axis_direction=direction))
+        for op, kwargs in calls:
+            assert_same(*run_both(op, row, 0, device, **kwargs))
 
 
 @pytest.mark.parametrize("data_type", [DataType.INT64, DataType.UINT64], ids=lambda t: t.name)
@@ -709,23 +764,35 @@ KERNEL_CASES = [
 ]
 
 
+def kernel_case_call(case: tuple, op: str) -> tuple[np.ndarray, dict]:
+    """The input and arguments of ``op`` on a case of KERNEL_CASES: HARDMAX1 with NaN
+    propagated; ARGMAX and ARGMIN in one direction each, opposite ones, swapped from case to
+    case; an increasing ARGMAX propagates NaN too, so that a split case's first pass is
+    HARDMAX1's, the other calls ignore it."""
+    data_type, shape, axes, layout, *_ = case
+    rng = np.random.default_rng(zlib.crc32(repr((shape, op)).encode()))
+    x = in_layout(tie_values(data_type, shape, rng, pool_size=3), layout, rng)
+    if op == "hardmax":
+        return x, {"nan_mode": "propagate"}
+    direction = ("increasing", "decreasing")[(KERNEL_CASES.index(case) + (op == "argmin")) % 2]
+    nan_mode = "propagate" if (op, direction) == ("argmax", "increasing") else "ignore"
+    return x, {"axis_direction": direction, "nan_mode": nan_mode}
+
+
 @pytest.mark.parametrize(
     "op, data_type, shape, axes, layout, kernel, loader, split",
     [(op, *case) for case in KERNEL_CASES for op in ("argmax", "argmin", "hardmax")
      if op != "hardmax" or case[0].is_float],
 )
 def test_every_kernel_against_oracle(small_tuning_device, op, data_type, shape, axes, layout, kernel, loader, split):
-    rng = np.random.default_rng(zlib.crc32(repr((shape, op)).encode()))
-    x = in_layout(tie_values(data_type, shape, rng, pool_size=3), layout, rng)
-    desc_input, _ = dmlgpu.layout.describe(x)
-    cls = {"argmax": ArgMaxOperatorDesc, "argmin": ArgMinOperatorDesc}.get(op)
-    desc = (ActivationHardmax1OperatorDesc(desc_input, axes=axes) if cls is None else cls(desc_input, axes=axes))
-    p = small_tuning_device.compile(desc).plan
+    """Each case once per merge (subgroups, tree), with the calls of ``kernel_case_call``:
+    every case meets both directions, each op and each merge both directions, ARGMAX and
+    each merge both NaN modes (a kernel that does not merge within segments runs the same
+    shader on both)."""
+    x, kwargs = kernel_case_call((data_type, shape, axes, layout, kernel, loader, split), op)
+    p = plan_of(small_tuning_device, op, x, axes, kwargs)
     assert (p.kernel, p.loader, p.split > 1) == (kernel, loader, split)
-    directions = ["increasing"] if op == "hardmax" else ["increasing", "decreasing"]
-    for direction in directions:
-        kwargs = {"nan_mode": "propagate"} if op == "hardmax" else {"axis_direction": direction}
-        assert_same(*run_both(op, x, axes, small_tuning_device, **kwargs))
+    assert_same(*run_both(op, x, axes, small_tuning_device, **kwargs))
 
 
 @pytest.mark.parametrize("op", ["argmax", "hardmax"])
@@ -750,12 +817,12 @@ def test_subgroups_are_used_where_the_adapter_has_them(device):
 
 
 def test_kernel_cases_reach_every_pass(small_tuning_device):
-    """The table above runs every first-pass kernel, loader and merge kernel the planner has."""
+    """The table above runs every first-pass kernel, loader and merge kernel the planner has
+    (the plans of its ARGMAX calls)."""
     seen = set()
-    for data_type, shape, axes, kind, *_ in KERNEL_CASES:
-        rng = np.random.default_rng(0)
-        x = in_layout(tie_values(data_type, shape, rng), kind, rng)
-        p = small_tuning_device.compile(ArgMaxOperatorDesc(dmlgpu.layout.describe(x)[0], axes=axes)).plan
+    for case in KERNEL_CASES:
+        x, kwargs = kernel_case_call(case, "argmax")
+        p = plan_of(small_tuning_device, "argmax", x, case[2], kwargs)
         seen |= {p.kernel, p.loader, p.merge_kernel}
     assert seen >= {"reduce_segments", "reduce_thread", "reduce_columns", "load_quads", "load_packed",
                     "load_pairs", "load_pair_quads", "merge_partials", "merge_partials_workgroup"}
@@ -802,23 +869,24 @@ PIECE_CASES = [
      if op != "hardmax" or case[0].is_float],
 )
 def test_pieces_against_oracle(small_limits_device, op, data_type, shape, axes, transposed, how):
+    """Each case with every op, through the NumPy call and again from an input uploaded in
+    several buffers: ARGMAX and ARGMIN in one direction each, opposite ones, and HARDMAX1 in
+    one NaN mode, each swapped from case to case (so each op meets both)."""
     dev = small_limits_device
     rng = np.random.default_rng(zlib.crc32(repr((shape, op)).encode()))
     x = tie_values(data_type, shape[::-1] if transposed else shape, rng, pool_size=2)  # ties across pieces too
     x = x.T if transposed else x
-    cls = {"argmax": ArgMaxOperatorDesc, "argmin": ArgMinOperatorDesc}.get(op)
-    desc_input = layout.describe(x)[0]
-    desc = ActivationHardmax1OperatorDesc(desc_input, axes=axes) if cls is None else cls(desc_input, axes=axes)
-    compiled = dev.compile(desc)
+    key = PIECE_CASES.index((data_type, shape, axes, transposed, how)) + (op == "argmin")
+    kwargs = {"nan_mode": NAN_MODES[key % 2]} if op == "hardmax" else {"axis_direction": ("increasing", "decreasing")[key % 2]}
+    desc = operator_for(op, layout.describe(x)[0], axes, kwargs.get("axis_direction", "increasing").upper())
+    compiled = dev.compile(desc, nan_mode=kwargs.get("nan_mode", "ignore"))
     s = compiled.schedule
     assert len(s.pieces) > 1 and (s.merges > 0) == (how == "reduced")
-    directions = ["increasing"] if op == "hardmax" else ["increasing", "decreasing"]
-    for direction in directions:
-        kwargs = {"nan_mode": "propagate"} if op == "hardmax" else {"axis_direction": direction}
-        assert_same(*run_both(op, x, axes, dev, **kwargs))
+    assert_same(*run_both(op, x, axes, dev, **kwargs))
     source = dev.upload(x)
     assert len(source._buffers) > 1 or x.nbytes <= 16384
-    assert_same(compiled.run(source).numpy(), oracle.evaluate(desc, np.ascontiguousarray(x)))
+    want = oracle.evaluate(desc, np.ascontiguousarray(x), nan_mode=kwargs.get("nan_mode", "ignore"))
+    assert_same(compiled.run(source).numpy(), want)
 
 
 def test_output_beyond_a_binding_that_the_input_is_not(small_limits_device):
@@ -877,17 +945,19 @@ def walk_device(request):
 
 
 @pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
-def test_batched_walk_with_skip_test(walk_device, data_type):
+def test_batched_walk_with_skip_test(request, walk_device, data_type):
+    """Every type on every walk, half the (op, direction) pairs (``half_the_calls``, keyed by
+    walk + type; HARDMAX1 on floats), the other half on the neighbouring key, NaN modes and
+    output types rotating: each walk meets every op, direction and NaN mode with floats and
+    every (op, direction) with integers, and each type every op and direction."""
     rng = np.random.default_rng(zlib.crc32(data_type.name.encode()))
     x = hard_rows(data_type, 4000 // data_type.size, rng)
-    plan = walk_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[1])).plan
+    key = fixture_index(request, "walk_device") + SMALL_TYPES.index(data_type)
+    calls = half_the_calls(data_type, key)
+    plan = plan_of(walk_device, calls[0][0], x, [1], calls[0][1])
     assert plan.kernel == "reduce_segments" and plan.batch == 3 and plan.skip_test
-    ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
-    for op in ops:
-        for direction in (["increasing"] if op == "hardmax" else ["increasing", "decreasing"]):
-            for nan_mode in (["ignore", "propagate"] if data_type.is_float else ["ignore"]):
-                kwargs = {"nan_mode": nan_mode} | ({} if op == "hardmax" else {"axis_direction": direction})
-                assert_same(*run_both(op, x, 1, walk_device, **kwargs))
+    for op, kwargs in calls:
+        assert_same(*run_both(op, x, 1, walk_device, **kwargs))
 
 
 def test_batched_walk_splits_and_output_types(walk_device):
@@ -901,17 +971,22 @@ def test_batched_walk_splits_and_output_types(walk_device):
             assert_same(*run_both("argmin", x, 0, walk_device, axis_direction=direction, output_data_type=out_type))
 
 
-@pytest.mark.parametrize("shape, axes", [((6, 3, 200), (0, 2)), ((7, 2, 640), (0, 2)), ((5, 2, 3, 40), (0, 1, 3)), ((3, 50, 2, 16), (1, 3))])
-def test_batched_walk_carries_multi_axis_offsets(walk_device, shape, axes):
+MULTI_AXIS_CASES = [((6, 3, 200), (0, 2)), ((7, 2, 640), (0, 2)), ((5, 2, 3, 40), (0, 1, 3)), ((3, 50, 2, 16), (1, 3))]
+
+
+@pytest.mark.parametrize("shape, axes", MULTI_AXIS_CASES)
+def test_batched_walk_carries_multi_axis_offsets(request, walk_device, shape, axes):
     """Several reduced dimensions, the innermost whole quads: the odometer carries offsets
-    across rows of the inner dimension, with steps longer and shorter than a row."""
+    across rows of the inner dimension, with steps longer and shorter than a row. Each (case,
+    walk) one (op, direction) pair (``one_call``, keyed by 3 x case + walk): each walk meets
+    all four over the cases, each case three over the walks."""
     rng = np.random.default_rng(len(shape))
     x = tie_values(DataType.INT16, shape, rng, pool_size=3)
-    plan = walk_device.compile(ArgMaxOperatorDesc(TensorDesc("INT16", shape), axes=axes)).plan
+    calls = one_call(DataType.INT16, 3 * MULTI_AXIS_CASES.index((shape, axes)) + fixture_index(request, "walk_device"))
+    plan = plan_of(walk_device, calls[0][0], x, axes, calls[0][1])
     assert plan.batch and len(plan.reduced) >= 2 and plan.loader == "load_quads"
-    for direction in ("increasing", "decreasing"):
-        assert_same(*run_both("argmax", x, axes, walk_device, axis_direction=direction))
-        assert_same(*run_both("argmin", x, axes, walk_device, axis_direction=direction))
+    for op, kwargs in calls:
+        assert_same(*run_both(op, x, axes, walk_device, **kwargs))
 
 
 # --- short packed rows in blocks (reduce_rows.wgsl) ------------------------------------
@@ -949,25 +1024,26 @@ ROWS_CASES = [  # (type, width, (threads a block, rows a block))
 
 
 @pytest.mark.parametrize("data_type, width, blocks", ROWS_CASES, ids=lambda v: getattr(v, "name", str(v)))
-def test_short_rows_in_blocks(rows_device, data_type, width, blocks):
+def test_short_rows_in_blocks(request, rows_device, data_type, width, blocks):
+    """Each width (a shader of its own) on both merges, keyed by 3 x case + merge: a float
+    width ARGMAX and ARGMIN in opposite directions on each merge (``half_the_calls``; the
+    merges' halves differ where the key's half does), HARDMAX1 on one; an integer width one
+    call a merge (``one_call``: ARGMAX on one, ARGMIN on the other). Each merge meets every
+    op, direction, NaN mode and output type."""
     rng = np.random.default_rng(width * 100 + data_type.size)
     count = 32 * 16 * 3 + 5  # several tiles a workgroup, the last block ragged
     x = tie_values(data_type, (count, width), rng, pool_size=3)
     x[:5] = x[5, 0]  # rows all equal
     if data_type.is_float:
         x[5] = np.nan
-    compiled = rows_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[1]))
-    assert (compiled.plan.kernel, (compiled.plan.segment, compiled.plan.block_rows)) == ("reduce_rows", blocks)
-    assert compiled.plan.row_stage == (blocks[1] > 1)  # workgroups of 32: every block of rows fits
-    ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
-    for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
-        if op == "hardmax" and direction == "decreasing":
-            continue
-        kwargs = {"nan_mode": ("ignore", "propagate")[i % 2]} if data_type.is_float else {}
-        if op != "hardmax":
-            kwargs.update(axis_direction=direction, output_data_type=INDEX_TYPES[i % 4])
+    case = ROWS_CASES.index((data_type, width, blocks))
+    key = 3 * case + fixture_index(request, "rows_device")
+    calls = half_the_calls(data_type, key, hardmax=key % 2 == 0) if data_type.is_float else one_call(data_type, key)
+    plan = plan_of(rows_device, calls[0][0], x, [1], calls[0][1])
+    assert (plan.kernel, (plan.segment, plan.block_rows)) == ("reduce_rows", blocks)
+    assert plan.row_stage == (blocks[1] > 1)  # workgroups of 32: every block of rows fits
+    for op, kwargs in calls:
         assert_same(*run_both(op, x, 1, rows_device, **kwargs))
-
 
 
 @pytest.mark.parametrize("data_type, staged", [(DataType.FLOAT32, True), (DataType.FLOAT16, True), (DataType.INT8, False)],
@@ -1014,32 +1090,32 @@ def race_device(request):
                                        min_chunk_per_lane=1, min_chunk_per_lane_single=1, rows_max_bytes=0))
 
 
-def race_plan(device, x, axes=(1,)):
-    plan = device.compile(ArgMaxOperatorDesc(layout.describe(x)[0], axes=axes)).plan
+def race_plan(device, x, axes=(1,), call=("argmax", {})):
+    plan = plan_of(device, call[0], x, axes, call[1])
     assert plan.split > 1 and plan.race == device.runner.capabilities.int64_atomics
     assert device.runner.capabilities.int64_atomics or "lavapipe" not in device.name.lower()
     return plan
 
 
-@pytest.mark.parametrize("data_type", [DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.UINT32],
-                         ids=lambda t: t.name)
-def test_racing_split(race_device, data_type):
+RACE_TYPES = [DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.UINT32]
+
+
+@pytest.mark.parametrize("data_type", RACE_TYPES, ids=lambda t: t.name)
+def test_racing_split(request, race_device, data_type):
     """Maxima at both ends of every chunk (ties across chunks in both directions), rows of
-    ties and special values, equal rows, NaN in both modes, every output type."""
+    ties and special values, equal rows; half the calls on each chunking
+    (``half_the_calls``, keyed by chunking + type), the other half on the other, so each
+    type meets every op and direction, and each chunking NaN in both modes and every output
+    type."""
     rng = np.random.default_rng(data_type.size)
     x = hard_rows(data_type, 1024 // data_type.size * 4, rng)
-    chunk = race_plan(race_device, x).chunk
+    calls = half_the_calls(data_type, fixture_index(request, "race_device") + RACE_TYPES.index(data_type))
+    chunk = race_plan(race_device, x, call=calls[0]).chunk
     edges = np.arange(0, x.shape[1], chunk)
     x[0, :] = x[0, 1]
     x[0, np.concatenate([edges, edges[1:] - 1])] = value_pool(data_type)[-1 if data_type.is_float else 5]
-    for i, (op, direction) in enumerate(itertools.product(["argmax", "argmin"], ["increasing", "decreasing"])):
-        kwargs = {"axis_direction": direction, "output_data_type": INDEX_TYPES[i]}
-        if data_type.is_float:
-            kwargs["nan_mode"] = ("ignore", "propagate")[i % 2]
+    for op, kwargs in calls:
         assert_same(*run_both(op, x, 1, race_device, **kwargs))
-    if data_type.is_float:
-        for nan_mode in ("ignore", "propagate"):
-            assert_same(*run_both("hardmax", x, 1, race_device, nan_mode=nan_mode))
 
 
 def test_racing_split_leaves_its_words_ready_for_the_next_call(race_device):
@@ -1081,39 +1157,39 @@ def columns_device(request):
                                        race_max_chunks=4096 if race else 0))
 
 
-@pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
-def test_columns_with_skip_test(columns_device, data_type):
+@pytest.mark.parametrize("data_type", SMALL_TYPES, ids=lambda t: t.name)
+def test_columns_with_skip_test(request, columns_device, data_type):
     """Each column one of hard_rows's: ties and specials, rising, falling, equal, extremes,
-    signed zeros, NaN; chunks of 40-odd rows (a split) and every op, direction and NaN mode."""
+    signed zeros, NaN; chunks of 40-odd rows (a split). Every tuning runs every type, keyed
+    by tuning + type: a float case ARGMAX and ARGMIN in opposite directions and NaN modes
+    (``half_the_calls``), HARDMAX1 on every other key; an integer case one call
+    (``one_call``); so that each tuning and each type meets every op, direction, NaN mode and
+    output type. The same calls then run on random columns, sharing their shaders."""
     rng = np.random.default_rng(zlib.crc32(b"columns" + data_type.name.encode()))
     rows = hard_rows(data_type, 301, rng)
     per_quad = 16 // data_type.size
     x = rows[rng.permutation(np.arange(4 * per_quad) % len(rows))].T.copy()  # (301, 4 quads of columns)
-    plan = columns_device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[0])).plan
+    key = fixture_index(request, "columns_device") + SMALL_TYPES.index(data_type)
+    calls = half_the_calls(data_type, key, hardmax=key % 2 == 0) if data_type.is_float else one_call(data_type, key)
+    plan = plan_of(columns_device, calls[0][0], x, [0], calls[0][1])
     assert plan.kernel == "reduce_columns" and plan.split > 1
     tuning = columns_device.tuning
     assert plan.race == (tuning.race_max_chunks > 0 and columns_device.runner.capabilities.int64_atomics)
     assert (plan.column_quads, plan.column_skip, plan.column_interleave, plan.column_unroll) == (
         tuning.columns_quads, tuning.columns_skip, tuning.columns_interleave, tuning.columns_unroll)
-    ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
-    for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
-        if op == "hardmax" and direction == "decreasing":
-            continue
-        kwargs = {"nan_mode": ("ignore", "propagate")[i // 2 % 2]} if data_type.is_float else {}
-        if op != "hardmax":
-            kwargs.update(axis_direction=direction, output_data_type=INDEX_TYPES[i % 4])
-        assert_same(*run_both(op, x, 0, columns_device, **kwargs))
     # Random columns, where the bests climb and most parts are skipped
     noise = rng.standard_t(3, x.shape) * (50 if data_type.is_float else 2**(8 * data_type.size))
     noise = noise.astype(data_type.numpy) if data_type.is_float else noise.astype(np.int64).astype(data_type.numpy)
-    for op, direction in itertools.product(["argmax", "argmin"], ["increasing", "decreasing"]):
-        assert_same(*run_both(op, noise, 0, columns_device, axis_direction=direction))
+    for op, kwargs in calls:
+        assert_same(*run_both(op, x, 0, columns_device, **kwargs))
+        if op != "hardmax":
+            assert_same(*run_both(op, noise, 0, columns_device, **kwargs))
 
 
 def test_columns_of_two_quads_need_whole_pairs_of_quads(columns_device):
     """A kept row of 3 quads: the thread takes one quad, whatever the tuning."""
     x = tie_values(DataType.FLOAT32, (50, 3, 12), np.random.default_rng(1))
-    assert columns_device.compile(ArgMaxOperatorDesc(TensorDesc("FLOAT32", x.shape), axes=[0, 1])).plan.column_quads == 1
+    assert plan_of(columns_device, "argmax", x, (0, 1), {"axis_direction": "decreasing"}).column_quads == 1
     assert_same(*run_both("argmax", x, (0, 1), columns_device, axis_direction="decreasing"))
 
 
@@ -1121,23 +1197,21 @@ def test_columns_of_two_quads_need_whole_pairs_of_quads(columns_device):
 def test_unsplit_columns_of_a_middle_axis(device, data_type):
     """A middle axis reduced as seg_classes is, unsplit, a thread a quad of outputs: their
     offsets step from the first output's, along packed outputs and outputs two elements
-    apart; 1, 2 or 4 elements a word; every op, direction and NaN mode."""
+    apart; 1, 2 or 4 elements a word; every op, direction and NaN mode, each type half the
+    (op, direction) pairs (``half_the_calls``, keyed by type), its neighbour the other half."""
     rng = np.random.default_rng(zlib.crc32(b"middle" + data_type.name.encode()))
     per_quad = 16 // data_type.size
     width = 2 * per_quad
     rows = hard_rows(data_type, 21, rng)  # (rows, 21): each becomes a column
     x = rows[rng.permutation(np.arange(3 * width) % len(rows))].T.reshape(21, 3, width)
     x = np.ascontiguousarray(np.moveaxis(x, 0, 1))  # (3, 21, width): axis 1 reduced
-    ops = ["argmax", "argmin"] + (["hardmax"] if data_type.is_float else [])
-    for i, (op, direction) in enumerate(itertools.product(ops, ["increasing", "decreasing"])):
-        if op == "hardmax" and direction == "decreasing":
-            continue
-        nan = {"nan_mode": ("ignore", "propagate")[i // 2 % 2]} if data_type.is_float else {}
+    for op, kwargs in half_the_calls(data_type, SMALL_TYPES.index(data_type)):
+        nan = {"nan_mode": kwargs.pop("nan_mode")} if data_type.is_float else {}
         if op == "hardmax":
             descs = [ActivationHardmax1OperatorDesc(TensorDesc(data_type, x.shape), axes=[1])]
             want = oracle.hardmax(x, 1, **nan)
         else:
-            out_type = INDEX_TYPES[i % 4]
+            direction, out_type = kwargs["axis_direction"], kwargs["output_data_type"]
             descs = [cls(TensorDesc(data_type, x.shape), TensorDesc(out_type.upper(), (3, 1, width), strides),
                          axes=[1], axis_direction=direction)
                      for cls in [{"argmax": ArgMaxOperatorDesc, "argmin": ArgMinOperatorDesc}[op]]
