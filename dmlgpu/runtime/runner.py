@@ -317,8 +317,7 @@ class Runner:
         so that the GPU runs large work while the caller records the next.
         """
         with self.lock:
-            if self._lost is not None:
-                self.check()
+            self.check()
             native = self.native
             self._pending.append(Deferred(native, steps, clear) if native is not None else self.encode(steps, clear))
             uses = getattr(steps, "buffers", None)
@@ -326,9 +325,7 @@ class Runner:
                 self._pending_uses.update(uses)
             if clear:
                 self._pending_uses.update(clear)
-            self._pending_bytes += reads
-            if self._pending_bytes >= SUBMIT_EARLY_BYTES:
-                self.submit()
+            self._count_pending(reads)
 
     def enqueue(self, encoder, uses=()) -> None:
         """Add an encoder the caller recorded (``encode``), which uses the buffers ``uses``, to
