@@ -1,6 +1,8 @@
-"""What the NumPy-flavoured tests (``test_numpy``, ``test_nan_numpy``, ``test_dask_numpy``)
-share: an outcome to compare, views of every layout, and NumPy's answer for dmlgpu's tuple
-``axis``. Not a test module (pytest collects ``test_*.py`` only)."""
+"""What test modules share: for the NumPy-flavoured tests (``test_numpy``, ``test_nan_numpy``,
+``test_dask_numpy``) an outcome to compare, views of every layout, and NumPy's answer for
+dmlgpu's tuple ``axis``; for the kernel tests that rotate their calls over a fixture's params
+(``test_gpu``, ``test_float64``), which param a test has (``fixture_index``). Not a test module
+(pytest collects ``test_*.py`` only)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,11 @@ import math
 import warnings
 
 import numpy as np
+
+
+def fixture_index(request, name: str) -> int:
+    """Which of its params the fixture ``name`` has in this test (0, 1, ...)."""
+    return request.node.callspec.indices[name]
 
 
 def outcome(fn, *args, **kwargs):

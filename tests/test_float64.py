@@ -27,6 +27,8 @@ from dmlgpu import layout, oracle
 from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
 from dmlgpu.plan import Tuning
 
+from _support import fixture_index
+
 BITS = [
     0x0000000000000000, 0x8000000000000000,  # +0.0, -0.0: a tie
     0x0000000000000001, 0x8000000000000001,  # the smallest subnormals
@@ -124,7 +126,7 @@ def test_adversarial_doubles_against_the_oracle(request, any_device, shape, axes
     operator over its two 64-bit paths, a turn each (``two_turns``); the turns rotate over the
     layouts, so that each path meets every combination."""
     rng = np.random.default_rng(zlib.crc32(repr((shape, kind)).encode()))
-    turn = two_turns(SHAPES.index((shape, axes, kind)))[request.node.callspec.params["any_device"] == "words"]
+    turn = two_turns(SHAPES.index((shape, axes, kind)))[fixture_index(request, "any_device")]
     for size in (3, len(BITS)):
         all_answers(laid_out(adversarial(shape, rng, size), kind), axes, any_device, (turn,))
 
@@ -169,7 +171,7 @@ def test_the_skip_test_of_64_bit_walks(request, skipping, data_type):
             got = getattr(dmlgpu, op)(x, 1, axis_direction=direction, nan_mode=nan_mode, device=skipping)
             same_bits(got, getattr(oracle, op)(x, 1, axis_direction=direction, nan_mode=nan_mode))
     if dtype.kind == "f":
-        words = request.node.callspec.params["skipping"] == "words"
+        words = fixture_index(request, "skipping")
         all_answers(x[:, :2001], (1,), skipping, (two_turns(0)[words],))  # a ragged tail
         all_answers(x.reshape(1, -1), (1,), skipping, (two_turns(1)[words],))  # one long row, split into chunks
 
@@ -253,7 +255,7 @@ def test_pieces_beyond_one_binding(request, small_limits, shape, axes, transpose
     desc = ArgMaxOperatorDesc(layout.describe(x)[0], axes=axes)
     schedule = small_limits.compile(desc).schedule
     assert len(schedule.pieces) > 1 and (schedule.merges > 0) == merges
-    turn = two_turns(PIECES.index((shape, axes, transposed, merges)))[request.node.callspec.params["small_limits"] is False]
+    turn = two_turns(PIECES.index((shape, axes, transposed, merges)))[fixture_index(request, "small_limits")]
     all_answers(x, axes, small_limits, (turn,))
     resident = small_limits.upload(x)
     assert len(resident._buffers) > 1 or x.nbytes <= 16384

@@ -30,16 +30,13 @@ from dmlgpu.desc import (
 from dmlgpu.types import DEFAULT_FEATURE_LEVEL, DataType, FeatureLevel
 from dmlgpu.bench.gpu_timers import operator_gpu_times
 
+from _support import fixture_index
+
 FLOATS = (DataType.FLOAT32, DataType.FLOAT16, DataType.FLOAT64)
 INDEX_TYPES = ("uint32", "int32", "uint64", "int64")
 LAYOUTS = ("packed", "permuted", "padded", "broadcast")
 NAN_MODES = ("ignore", "propagate")
 SMALL_TYPES = [t for t in DataType if t.size <= 4]
-
-
-def fixture_index(request, name: str) -> int:
-    """Which of its params the module fixture ``name`` has in this test (0, 1, ...)."""
-    return request.node.callspec.indices[name]
 
 
 def half_the_calls(data_type: DataType, key: int, hardmax: bool = True) -> list[tuple[str, dict]]:
