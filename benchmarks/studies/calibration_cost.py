@@ -32,7 +32,8 @@ for case in cases:  # compiled and run once: some drivers (lavapipe) compile at 
     op = device.compile(case.descriptor())
     source, result = device.empty(op.input_desc), device.empty(op.output_desc)
     op.run(source, result).numpy()
-    source.release(), result.release()
+    source.release()
+    result.release()
 seconds = time.perf_counter() - start
 calibration = device.calibration
 reported = sum(r.cost_s for r in calibration.reports) if calibration is not None else 0.0
