@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import __version__
-from .desc import ArgReduction
+from .desc import ArgReduction, operator_for
 from .plan import Tuning, Tunings, family_of
-from .tuning import (MARGIN, candidates, choose, default_tuning, families, from_choices, probe, rate, table_digest,
-                     tuning_changes)
+from .tuning import (MARGIN, call_probe, candidates, choose, default_tuning, families, from_choices, probe, rate,
+                     table_digest, tuning_changes)
+from .types import NanMode
 
 if TYPE_CHECKING:
     from .device import Device
@@ -116,8 +117,10 @@ class Calibration:
         """The choices so far, as the planner takes them."""
         return from_choices(self.caps, self.chosen)
 
-    def tuning_for(self, red: ArgReduction) -> Tuning:
-        """The tuning for a reduction: its family's choice, measured now if none is kept."""
+    def tuning_for(self, red: ArgReduction, nan_mode: NanMode = NanMode.IGNORE) -> Tuning:
+        """The tuning for a reduction (run with ``nan_mode``): its family's choice, measured now
+        if none is kept, on a probe shaped after this call where one can be
+        (``tuning.call_probe``)."""
         family = family_of(red, self.caps, self.default)
         if family in self.chosen:
             return self.tunings.for_family(family)
@@ -125,18 +128,21 @@ class Calibration:
             return self.default
         with self._lock:
             if family not in self.chosen:
-                self.calibrate([family])
+                self.calibrate([family], (red, nan_mode))
         return self.tunings.for_family(family)
 
-    def calibrate(self, families: list[str]) -> list[FamilyReport]:
+    def calibrate(self, families: list[str], call: tuple[ArgReduction, NanMode] | None = None) -> list[FamilyReport]:
         """Measure these families now, keep the choices and write the cache; a family that
-        cannot be measured (too little memory, say) keeps the default, with a warning."""
+        cannot be measured (too little memory, say) keeps the default, with a warning.
+        ``call``: the reduction (and NaN mode) of the call that asked, which a family of its
+        own is measured on a probe shaped after (``tuning.call_probe``), else on the
+        family's own ``probe``."""
         done = []
         self._busy = True
         try:
             for family in families:
                 try:
-                    report = self._measure(family)
+                    report = self._measure(family, call)
                 except Exception as err:  # noqa: BLE001 - calibration must never break a call
                     warnings.warn(f"dmlgpu: calibrating {family} on {self.device.name!r} failed ({err}); "
                                   "it keeps the built-in tuning", stacklevel=3)
@@ -150,17 +156,20 @@ class Calibration:
         self._write()
         return done
 
-    def _measure(self, family: str) -> FamilyReport:
+    def _measure(self, family: str, call: tuple[ArgReduction, NanMode] | None = None) -> FamilyReport:
         from .bench.gpu_timers import interleaved_gpu_times  # timestamp queries; the bench's own
-        from .desc import ArgMaxOperatorDesc
 
         start = time.perf_counter()
         tunings = candidates(self.caps, family)
-        red = probe(family, self.caps)
-        desc = ArgMaxOperatorDesc(red.input, axes=red.axes)
+        red, nan_mode = None, NanMode.IGNORE
+        if call is not None and family_of(call[0], self.caps, self.default) == family:
+            red, nan_mode = call_probe(call[0], call[1], self.caps), call[1]
+        if red is None:
+            red, nan_mode = probe(family, self.caps), NanMode.IGNORE
+        desc = operator_for(red.op, red.input, red.axes, red.direction, red.output.data_type)
         device = self.device
         with ThreadPoolExecutor(len(tunings)) as pool:  # compiled at once, outside the runner's lock
-            ops = list(pool.map(lambda tuning: device.compile_with(desc, tuning), tunings))
+            ops = list(pool.map(lambda tuning: device.compile_with(desc, tuning, nan_mode=nan_mode), tunings))
         compiled = time.perf_counter()
         seed, source = _probe_input(device, red)
         result = device.empty(ops[0].output_desc)
@@ -180,7 +189,7 @@ class Calibration:
                 tensor.release()
         seconds = [float(np.median(t)) for t in times]
         done = time.perf_counter()
-        return FamilyReport(family, f"{red.input.data_type.name} {tuple(red.input.sizes)} axes {tuple(red.axes)}",
+        return FamilyReport(family, f"{red.op} {red.input.data_type.name} {tuple(red.input.sizes)} axes {tuple(red.axes)}",
                             red.input.total_tensor_size_in_bytes,
                             [tuning_changes(t, self.default) for t in tunings], seconds, choose(seconds),
                             done - start, {"compile": compiled - start, "data": uploaded - compiled, "timing": done - uploaded})

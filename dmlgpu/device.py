@@ -131,11 +131,11 @@ class Device:
         assert self._tuning is not None  # given, where there is no calibration
         return self._tuning
 
-    def tuning_for(self, red) -> Tuning | Tunings:
-        """The tuning a reduction (``desc.ArgReduction``) is planned with here; on a device
-        given no tuning, its family's, measured now where none was chosen yet."""
+    def tuning_for(self, red, nan_mode: NanMode = NanMode.IGNORE) -> Tuning | Tunings:
+        """The tuning a reduction (``desc.ArgReduction``, run with ``nan_mode``) is planned with
+        here; on a device given no tuning, its family's, measured now where none was chosen yet."""
         if self.calibration is not None:
-            return self.calibration.tuning_for(red)
+            return self.calibration.tuning_for(red, nan_mode)
         assert self._tuning is not None
         return self._tuning
 

@@ -158,7 +158,7 @@ class CompiledOperator:
         self.output_desc: TensorDesc = self._reduction.output
         runner = device.runner
         #: What this operator was planned with: ``tuning``, else the device's for its family.
-        self.tuning = tuning if tuning is not None else device.tuning_for(self._reduction)
+        self.tuning = tuning if tuning is not None else device.tuning_for(self._reduction, self.nan_mode)
         self._program = Program(runner, schedule(self._reduction, runner.capabilities, self.nan_mode, self.tuning))
         self.schedule: Schedule = self._program.schedule
         self.plan: Plan = self.schedule.pieces[0].plan  # the first piece's (the only one, mostly)

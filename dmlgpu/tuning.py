@@ -16,9 +16,11 @@ import hashlib
 import json
 import math
 
-from .desc import ArgMaxOperatorDesc, ArgReduction, TensorDesc
+from .desc import ArgMaxOperatorDesc, ArgReduction, TensorDesc, operator_for
+from .pieces import schedule
 from .plan import Capabilities, Tuning, Tunings, family_of
-from .types import DataType
+from .types import DataType, NanMode
+from .wgsl import shader_sources
 
 #: A CPU adapter's defaults: a thread walks a row (or a chunk of one) alone (``loads_per_thread``
 #: so large that a segment is one thread), workgroups of one SIMD register's lanes, a few
@@ -97,6 +99,58 @@ def probe(family: str, caps: Capabilities) -> ArgReduction:
     sizes, axes = shapes[name]
     return ArgMaxOperatorDesc(TensorDesc(DataType.parse(PROBE_TYPES[int(bits)], "data_type"), tuple(sizes)),
                               axes=tuple(axes)).lower()
+
+
+def texts(red: ArgReduction, caps: Capabilities, nan_mode: NanMode, tuning: Tuning) -> frozenset[str]:
+    """The WGSL texts a reduction's passes compile under ``tuning``: what the runner's pipeline
+    cache keys on."""
+    return frozenset(text for piece in schedule(red, caps, nan_mode, tuning).pieces for text in shader_sources(piece.plan))
+
+
+def call_probe(red: ArgReduction, nan_mode: NanMode, caps: Capabilities) -> ArgReduction | None:
+    """A probe shaped after a call: its reduction packed, with sizes halved (kept axes first)
+    while it is larger than ``probe_bytes``, or its outermost kept size doubled while it is at
+    most half of it, each step kept only where the family is the same and every candidate plans
+    it with the call's own WGSL texts. So the pipelines a calibration compiles for it are those
+    the call then runs: measuring costs the candidates' compiles other than the call's own. None
+    where no such shape lies within a factor of two of ``probe_bytes`` (a call too small to grow
+    unchanged), or where two candidates plan the call alike (it cannot tell them apart, and the
+    choice holds for the whole family): the family's own ``probe`` is measured then."""
+    base = default_tuning(caps)
+    family = family_of(red, caps, base)
+    tunings = candidates(caps, family)
+    wanted = [texts(red, caps, nan_mode, t) for t in tunings]
+    if len(set(wanted)) < len(wanted):  # candidates this call cannot tell apart: no measure of the family
+        return None
+
+    def shaped(sizes: list[int]) -> ArgReduction | None:
+        desc = TensorDesc(red.input.data_type, tuple(sizes))
+        like = operator_for(red.op, desc, red.axes, red.direction, red.output.data_type).lower()
+        if family_of(like, caps, base) != family:
+            return None
+        return like if all(texts(like, caps, nan_mode, t) == w for t, w in zip(tunings, wanted)) else None
+
+    sizes, target = list(red.input.sizes), probe_bytes(caps)
+    found = shaped(sizes)
+    kept = [a for a in range(len(sizes)) if a not in red.axes]
+    while found is not None and found.input.total_tensor_size_in_bytes > target:
+        for axis in kept + list(red.axes):
+            trial = sizes[:axis] + [sizes[axis] // 2] + sizes[axis + 1:]
+            smaller = shaped(trial) if sizes[axis] > 1 else None
+            if smaller is not None:
+                sizes, found = trial, smaller
+                break
+        else:
+            break
+    while found is not None and kept and 2 * found.input.total_tensor_size_in_bytes <= target:
+        trial = sizes[:kept[0]] + [sizes[kept[0]] * 2] + sizes[kept[0] + 1:]
+        larger = shaped(trial)
+        if larger is None:
+            break
+        sizes, found = trial, larger
+    if found is None or not target // 2 <= found.input.total_tensor_size_in_bytes <= 2 * target:
+        return None
+    return found
 
 
 def families(caps: Capabilities) -> list[str]:

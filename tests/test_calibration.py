@@ -14,7 +14,8 @@ import dmlgpu
 from dmlgpu import ArgMaxOperatorDesc, TensorDesc, oracle
 from dmlgpu.calibration import Calibration
 from dmlgpu.plan import Tuning, Tunings
-from dmlgpu.tuning import default_tuning
+from dmlgpu.tuning import candidates, default_tuning, texts
+from dmlgpu.types import NanMode
 
 #: rows/32 on either kind of adapter's defaults: a few thousand rows, unsplit
 ROWS = ArgMaxOperatorDesc(TensorDesc("FLOAT32", [4096, 64]), axes=[1])
@@ -50,13 +51,31 @@ def test_a_family_is_measured_once_and_its_choice_kept_on_disk(tuned, monkeypatc
     assert kept["key"]["adapter"] == device.name and report.family in kept["chosen"]
     assert [p.name for p in tuned.iterdir()] == [path.name]  # no temporary file left
 
-    def refuse(self, family):
+    def refuse(self, family, call=None):
         raise AssertionError(f"{family} measured again")
 
     monkeypatch.setattr(Calibration, "_measure", refuse)
     with dmlgpu.Device() as again:  # a later process: read, not measured
         assert report.family in again.calibration.chosen
         assert check(again, ROWS).tuning == op.tuning
+
+
+def test_the_probe_is_shaped_after_the_call_so_its_pipelines_are_the_calls(tuned):
+    """An ARGMIN that propagates NaN, four times a CPU probe's MiB: the candidates are compiled
+    for a probe shaped after it (tuning.call_probe: halved to the probe's size, its texts the
+    call's), so the call compiles nothing of its own afterwards."""
+    desc = dmlgpu.ArgMinOperatorDesc(TensorDesc("FLOAT32", [4096, 256]), axes=[1])
+    with dmlgpu.Device() as device:
+        x = np.random.default_rng(2).random((4096, 256), dtype=np.float32)
+        x[5, 7] = np.nan
+        op = device.compile(desc, nan_mode="propagate")
+        np.testing.assert_array_equal(op(x), oracle.evaluate(desc, x, nan_mode="propagate"))
+        (report,) = device.calibration.reports
+        assert report.probe.startswith("argmin FLOAT32 (") and report.probe != "argmin FLOAT32 (4096, 256) axes (1,)"
+        assert report.nbytes == desc.lower().input.total_tensor_size_in_bytes // 4
+        assert device.runner.programs.count == len({t for tuning in candidates(device.runner.capabilities, report.family)
+                                                    for t in texts(desc.lower(), device.runner.capabilities,
+                                                                   NanMode.PROPAGATE, tuning)})
 
 
 def test_an_unreadable_cache_is_measured_again_and_rewritten(tuned):

@@ -9,8 +9,9 @@ import pytest
 from dmlgpu import ArgMaxOperatorDesc, TensorDesc
 from dmlgpu.pieces import schedule
 from dmlgpu.plan import Capabilities, Tuning, Tunings, family_of, plan
-from dmlgpu.tuning import (GPU_CANDIDATES, MARGIN, SOFTWARE_TUNING, candidates, choose, default_tuning, families,
-                           from_choices, probe, probe_bytes, table_digest, tuning_changes)
+from dmlgpu.desc import operator_for
+from dmlgpu.tuning import (GPU_CANDIDATES, MARGIN, SOFTWARE_TUNING, call_probe, candidates, choose, default_tuning,
+                           families, from_choices, probe, probe_bytes, table_digest, texts, tuning_changes)
 from dmlgpu.types import NanMode
 
 GPU = Capabilities(max_storage_binding=2**31 - 4, max_buffer=2**32, subgroups=True, shader_int64=True,
@@ -92,6 +93,36 @@ def test_every_measured_familys_probe_is_of_that_family(caps):
         least = 1 << 16 if family.startswith("few_rows") else probe_bytes(caps) // 4  # a batch of rows, as an LLM's
         assert least <= nbytes <= probe_bytes(caps) * 2, (family, nbytes)
         assert nbytes <= caps.max_storage_binding
+
+
+@pytest.mark.parametrize("sizes, axes, data_type, op", [
+    ((4096, 65536), [1], "FLOAT32", "argmax"),
+    ((4096, 65536), [1], "INT8", "argmin"),
+    ((65536, 4096), [0], "FLOAT32", "argmax"),
+    ((16, 21, 512, 512), [1], "FLOAT32", "argmax"),
+    ((4194304, 64), [1], "FLOAT32", "argmin"),
+    ((64, 256, 4096), [0, 2], "FLOAT32", "argmax"),
+    ((16384, 16384), [0, 1], "FLOAT32", "argmax"),
+    ((64, 64), [1], "FLOAT32", "argmin"),  # small: grown
+    ((4096, 65536), [1], "FLOAT32", "hardmax"),
+])
+@pytest.mark.parametrize("nan_mode", [NanMode.IGNORE, NanMode.PROPAGATE])
+def test_a_probe_shaped_after_a_call_compiles_the_calls_own_texts(sizes, axes, data_type, op, nan_mode):
+    call = operator_for(op, TensorDesc(data_type, list(sizes)), axes).lower()
+    probed = call_probe(call, nan_mode, GPU)
+    assert probed is not None and (probed.op, probed.axes, probed.direction) == (call.op, call.axes, call.direction)
+    family = family_of(call, GPU, Tuning())
+    assert family_of(probed, GPU, Tuning()) == family
+    assert probe_bytes(GPU) // 2 <= probed.input.total_tensor_size_in_bytes <= 2 * probe_bytes(GPU)
+    for tuning in candidates(GPU, family):
+        assert texts(probed, GPU, nan_mode, tuning) == texts(call, GPU, nan_mode, tuning)
+
+
+def test_a_call_no_probe_can_be_shaped_after_gets_none():  # (the family's own probe is measured)
+    assert call_probe(red((1, 151936), [1]), NanMode.IGNORE, GPU) is None  # a split of its own: grown, it splits otherwise
+    # rows of 8: every short_rows candidate plans them alike, so they would choose by noise
+    assert len({texts(red((16777216, 8), [1]), GPU, NanMode.IGNORE, t) for t in candidates(GPU, "short_rows/32")}) == 1
+    assert call_probe(red((16777216, 8), [1]), NanMode.IGNORE, GPU) is None
 
 
 def test_choose_keeps_the_default_unless_a_candidate_beats_it_by_the_margin():

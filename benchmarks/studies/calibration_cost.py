@@ -6,9 +6,10 @@ times what a user pays: fresh processes, each with an empty tuning cache and an 
 cache of the driver's, compile and run once every GPU case of the full suite on an input
 left as allocated (the first call's planning, pipelines and dispatch), calibrating (``DMLGPU_TUNE=1``)
 or not (``DMLGPU_TUNE=0``), taking turns. The calibration's cost is the difference of the
-medians.
+medians. ``--install NAME=DIR`` (repeated) compares versions of dmlgpu importable from each DIR
+(installed there with ``pip install --target``), all of them taking turns within each run.
 
-    python benchmarks/studies/calibration_cost.py [--runs 4] [--suite full] [--json out.json]
+    python benchmarks/studies/calibration_cost.py [--runs 4] [--suite full] [--install new=DIR ...] [--json out.json]
 """
 
 from __future__ import annotations
@@ -38,15 +39,17 @@ seconds = time.perf_counter() - start
 calibration = device.calibration
 reported = sum(r.cost_s for r in calibration.reports) if calibration is not None else 0.0
 print(json.dumps({"seconds": seconds, "cases": len(cases), "reported": reported,
-                  "families": len(calibration.reports) if calibration is not None else 0}))
+                  "families": len(calibration.reports) if calibration is not None else 0,
+                  "compile": sum(r.parts_s["compile"] for r in calibration.reports) if calibration is not None else 0.0}))
 """
 
 
-def child(tune: str, suite: str) -> dict:
+def child(tune: str, suite: str, path: str | None = None) -> dict:
     """One fresh process with empty caches: the tuning cache and the drivers' shader caches
-    (NVIDIA's, Mesa's)."""
+    (NVIDIA's, Mesa's); ``path``: where its dmlgpu is imported from (None: as this one's)."""
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, DMLGPU_TUNE=tune, DMLGPU_CACHE_DIR=os.path.join(cache, "dmlgpu"),
+        pythonpath = os.pathsep.join(p for p in (path, os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, DMLGPU_TUNE=tune, PYTHONPATH=pythonpath, DMLGPU_CACHE_DIR=os.path.join(cache, "dmlgpu"),
                    __GL_SHADER_DISK_CACHE_PATH=os.path.join(cache, "nv"), MESA_SHADER_CACHE_DIR=os.path.join(cache, "mesa"),
                    DMLGPU_SOFTWARE_NOTICE="0")
         for name in ("nv", "mesa"):
@@ -62,24 +65,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--suite", default="full")
+    parser.add_argument("--install", action="append", default=[], metavar="NAME=DIR",
+                        help="a version of dmlgpu importable from DIR (repeat to compare versions)")
     parser.add_argument("--json")
     args = parser.parse_args()
-    found: dict[str, list[dict]] = {"1": [], "0": []}
+    versions = dict(v.split("=", 1) for v in args.install) or {"this": None}
+    variants = [(name, tune) for name in versions for tune in ("1", "0")]
+    found: dict[tuple[str, str], list[dict]] = {v: [] for v in variants}
     for k in range(args.runs):
-        for tune in ("1", "0") if k % 2 == 0 else ("0", "1"):  # taking turns
-            found[tune].append(child(tune, args.suite))
-            r = found[tune][-1]
-            print(f"run {k} DMLGPU_TUNE={tune}: {r['cases']} cases compiled and run once in {r['seconds']:.3f} s "
-                  f"(calibration reported {r['reported']:.3f} s over {r['families']} families)", flush=True)
-    on = statistics.median(r["seconds"] for r in found["1"])
-    off = statistics.median(r["seconds"] for r in found["0"])
-    reported = statistics.median(r["reported"] for r in found["1"])
-    print(f"median: calibrating {on:.3f} s, not {off:.3f} s: the calibration adds {on - off:.3f} s "
-          f"(it reports {reported:.3f} s of its own)")
+        for name, tune in variants[k % len(variants):] + variants[:k % len(variants)]:  # taking turns
+            r = child(tune, args.suite, versions[name])
+            found[name, tune].append(r)
+            print(f"run {k} {name} DMLGPU_TUNE={tune}: {r['cases']} cases compiled and run once in {r['seconds']:.3f} s "
+                  f"(calibration reported {r['reported']:.3f} s over {r['families']} families, "
+                  f"compiling {r.get('compile', 0.0):.3f} s)", flush=True)
+    summary = {}
+    for name in versions:
+        on = statistics.median(r["seconds"] for r in found[name, "1"])
+        off = statistics.median(r["seconds"] for r in found[name, "0"])
+        reported = statistics.median(r["reported"] for r in found[name, "1"])
+        print(f"{name} median: calibrating {on:.3f} s, not {off:.3f} s: the calibration adds {on - off:.3f} s "
+              f"(it reports {reported:.3f} s of its own)")
+        summary[name] = {"median_on_s": on, "median_off_s": off, "added_s": on - off, "reported_s": reported,
+                         "runs": {tune: found[name, tune] for tune in ("1", "0")}}
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"runs": found, "median_on_s": on, "median_off_s": off, "added_s": on - off,
-                       "reported_s": reported}, f, indent=2)
+            json.dump(summary, f, indent=2)
     return 0
 
 
