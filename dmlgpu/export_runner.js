@@ -191,16 +191,31 @@ class CompiledOperator {
     const encoder = device.createCommandEncoder();
     this.record(encoder, bindings);
     const { bytes, typedArray, buffers } = operator.output;
-    const staging = device.createBuffer({ size: round(bytes, 16), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    // Each output buffer's bytes go to a place of their own in the staging buffer (a copy's
+    // offsets are whole words, and a buffer's first byte in the tensor need not be: a FLOAT16
+    // tensor cut between two elements of a word), then to the tensor's bytes in order, a later
+    // buffer's over an earlier's where their spans meet (as the Python runner reads them).
+    const places = [];
+    let staged = 0;
+    this.#last.outs.forEach(([buffer, offset, , need]) => {
+      if (!(buffer.usage & GPUBufferUsage.COPY_SRC)) fail(`output.buffer has usage ${buffer.usage}, but run() needs COPY_SRC`);
+      const size = Math.min(round(need, 4), (buffer.size - offset) & ~3);
+      places.push([buffer, offset, staged, size]);
+      staged += size;
+    });
+    const staging = device.createBuffer({ size: round(staged || 16, 16), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     try {
-      this.#last.outs.forEach(([buffer, offset, , need], k) => {
-        if (!(buffer.usage & GPUBufferUsage.COPY_SRC)) fail(`output.buffer has usage ${buffer.usage}, but run() needs COPY_SRC`);
-        encoder.copyBufferToBuffer(buffer, offset, staging, buffers[k][0], Math.min(round(need, 4), (buffer.size - offset) & ~3));
-      });
+      places.forEach(([buffer, offset, at, size]) => encoder.copyBufferToBuffer(buffer, offset, staging, at, size));
       device.queue.submit([encoder.finish()]);
       await staging.mapAsync(GPUMapMode.READ);
+      const mapped = new Uint8Array(staging.getMappedRange());
+      const tensor = new Uint8Array(bytes);
+      places.forEach(([, , at, size], k) => {
+        const first = buffers[k][0];
+        tensor.set(mapped.subarray(at, at + Math.min(size, bytes - first)), first);
+      });
       const Typed = globalThis[typedArray];
-      return new Typed(staging.getMappedRange().slice(0, bytes - (bytes % Typed.BYTES_PER_ELEMENT)));
+      return new Typed(tensor.buffer, 0, Math.floor(bytes / Typed.BYTES_PER_ELEMENT));
     } finally {
       staging.destroy();
     }

@@ -48,6 +48,7 @@ from dmlgpu.desc import (
 from dmlgpu.errors import DescriptorError
 from dmlgpu.explainer import planned
 from dmlgpu.exporter import capabilities, export, limits_from
+from dmlgpu.pieces import buffer_spans
 from dmlgpu.plan import Tuning
 from dmlgpu.tuning import SOFTWARE_TUNING
 from dmlgpu.types import AxisDirection, DataType, NanMode
@@ -356,6 +357,24 @@ def test_random_exported_cases_equal_the_oracle(page, site):
     assert len(results) == len(cases) == CASES
     assert not wrong, f"seed {seed} (DMLGPU_BROWSER_SEED={seed} repeats it): {len(wrong)} of {len(cases)} " \
                       f"differ from the oracle:\n" + "\n".join(wrong[:10])
+
+
+def test_a_16_bit_output_whose_buffers_start_inside_a_word_reads_back_whole(page, site):
+    """A FLOAT16 HARDMAX1 output laid out column-major and held in three 4 KB buffers: the
+    second and third start inside a 32-bit word of the tensor's bytes (an odd element), which
+    no copy may target, so run() stages each buffer at a place of its own (found by the
+    random test, seed 1050512946: every element read back as 0)."""
+    limits = {"maxStorageBufferBindingSize": 4096, "maxBufferSize": 4096}
+    desc = ActivationHardmax1OperatorDesc(TensorDesc(DataType.FLOAT16, (49, 110), (0, 1)),
+                                          TensorDesc(DataType.FLOAT16, (49, 110), (1, 49)), (0,))
+    firsts = [first for first, _ in buffer_spans(lower(desc).output, capabilities(limits_from(limits), False))]
+    assert len(firsts) == 3 and any(first % 4 for first in firsts)  # what the test is about
+    family = {"nan_mode": NanMode.IGNORE, "tuning": None}
+    case = _case(0, desc, family, limits, np.random.default_rng(5))
+    results = run_in_page(page, site, [dict(case, id=f"cut16-{how}", bindings=how) for how in ("own", "offsets")])
+    for result in results:
+        assert "error" not in result, result
+        assert base64.b64decode(result["bytes"]) == case["want"]
 
 
 # --- the page's side of the binding model, its errors, the example --------------------------------
