@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import DataError
+from .pieces import tensor_needs
 from .runtime.recorder import STORAGE_USAGE, device_of, is_buffer, usage_names
 
 if TYPE_CHECKING:
@@ -61,15 +62,6 @@ class BindingProperties:
 
     temporary_resource_size: int
     persistent_resource_size: int = 0
-
-
-def tensor_needs(desc: "TensorDesc", spans) -> list[int]:
-    """The bytes of a tensor that each of its buffers holds (``pieces.buffer_spans``), in whole
-    4-byte words: for a tensor in one buffer, its ``total_tensor_size_in_bytes``, which
-    DirectML's ``DMLCalcBufferTensorSize`` rounds up to 4 (a bound buffer's size is
-    DWORD-aligned), and all that a binding of it must hold."""
-    total = desc.total_tensor_size_in_bytes
-    return [min(nbytes, (total - first + 3) & ~3) for first, nbytes in spans]
 
 
 def _as_list(field: str, value) -> list:

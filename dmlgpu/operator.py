@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import layout, wgsl
-from .binding import BindingProperties, BindingTable, bases, check_apart, clears, named, tensor_needs
+from .binding import BindingProperties, BindingTable, bases, check_apart, clears, named
 from .caches import LruCache
 from .desc import TensorDesc, lower
 from .errors import DataError
-from .pieces import Schedule, buffer_spans, schedule
+from .pieces import Schedule, buffer_spans, schedule, tensor_needs
 from .plan import Plan, Tuning
 from .runtime.interrupts import interrupts_held
 from .runtime.kits import IN_PLACE_OUTPUT_MAX, Kit

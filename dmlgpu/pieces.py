@@ -145,6 +145,15 @@ def buffer_spans(desc: TensorDesc, caps: Capabilities) -> list[tuple[int, int]]:
     return [(_first(strides, size, box), _round16(_span(strides, size, [b - a for a, b in box]))) for box in cells]
 
 
+def tensor_needs(desc: TensorDesc, spans) -> list[int]:
+    """The bytes of a tensor that each of its buffers holds (``buffer_spans``), in whole
+    4-byte words: for a tensor in one buffer, its ``total_tensor_size_in_bytes``, which
+    DirectML's ``DMLCalcBufferTensorSize`` rounds up to 4 (a bound buffer's size is
+    DWORD-aligned), and all that a binding of it must hold."""
+    total = desc.total_tensor_size_in_bytes
+    return [min(nbytes, (total - first + 3) & ~3) for first, nbytes in spans]
+
+
 def _buffer_of(grid: Grid, box: Box) -> int:
     """The index of the buffer (a cell of ``grid``) that holds cell ``box``."""
     index = 0

@@ -15,10 +15,10 @@ import numpy as np
 
 from . import layout
 from .axes import NOVALUE, nan_rule, normalize_axis, result_shape, truth
-from .binding import BufferBinding, tensor_needs
+from .binding import BufferBinding
 from .desc import operator_for
 from .errors import DataError
-from .pieces import buffer_spans
+from .pieces import buffer_spans, tensor_needs
 from .tensor_desc import TensorDesc
 from .types import AxisDirection, DataType
 
