@@ -38,7 +38,7 @@ from importlib import resources
 from .desc import lower
 from .errors import DescriptorError
 from .explainer import DEFAULT_CAPABILITIES, planned
-from .pieces import Schedule, Window, buffer_spans
+from .pieces import Schedule, Window, buffer_spans, tensor_needs
 from .plan import WORKGROUP_STORAGE, Capabilities, Tuning, Tunings
 from .tensor_desc import TensorDesc
 from .tuning import default_tuning
@@ -170,7 +170,7 @@ def browser_wgsl(source: str) -> tuple[str, ...]:
 
 def _tensor(desc: TensorDesc, caps: Capabilities) -> dict:
     """A tensor as the runner binds it: its type, sizes, strides, bytes, and its buffers'
-    (first byte, bytes) with the bytes of the tensor each holds (``binding.tensor_needs``)."""
+    (first byte, bytes) with the bytes of the tensor each holds, in whole words (``tensor_needs``)."""
     spans = buffer_spans(desc, caps)
     total = desc.total_tensor_size_in_bytes
     return {
@@ -179,7 +179,7 @@ def _tensor(desc: TensorDesc, caps: Capabilities) -> dict:
         "strides": None if desc.strides is None else list(desc.strides),
         "bytes": total,
         "typedArray": _TYPED_ARRAYS[desc.data_type],
-        "buffers": [[first, nbytes, min(nbytes, total - first)] for first, nbytes in spans],
+        "buffers": [[first, nbytes, need] for (first, nbytes), need in zip(spans, tensor_needs(desc, spans))],
     }
 
 

@@ -19,7 +19,7 @@ from dmlgpu.desc import ArgMaxOperatorDesc, TensorDesc, lower
 from dmlgpu.errors import DescriptorError
 from dmlgpu.exporter import PASS_LIMITS, PLANNED_LIMITS, browser_wgsl, capabilities, export, limits_from
 from dmlgpu.explainer import DEFAULT_CAPABILITIES, parse_call
-from dmlgpu.pieces import schedule
+from dmlgpu.pieces import buffer_spans, schedule, tensor_needs
 from dmlgpu.plan import Tuning
 from dmlgpu.tuning import SOFTWARE_TUNING
 from dmlgpu.types import NanMode
@@ -97,6 +97,23 @@ def test_the_module_holds_the_planners_schedule_and_wgsl(call, limits, tuning):
             assert got["reads"] == ("temporary" if p.merging else "input")
             assert got["writes"] == ("temporary" if p.writes_pairs else "output")
             assert tokens(texts[got["shader"]]) == tokens(p.source)
+
+
+def test_each_buffer_of_a_tensor_asks_its_bytes_in_whole_words_as_the_python_runner_does():
+    """A FLOAT16 HARDMAX1 output column-major in 4 KB buffers, the last starting inside a word:
+    and each asks a binding of its bytes rounded up to a whole word (``pieces.tensor_needs``,
+    which the Python runner's bindings check), never a size a storage binding cannot have."""
+    limits = {"maxStorageBufferBindingSize": 4096, "maxBufferSize": 4096}
+    desc = dmlgpu.ActivationHardmax1OperatorDesc(TensorDesc("FLOAT16", [55, 112], strides=[0, 1]),
+                                                 TensorDesc("FLOAT16", [55, 112], strides=[1, 55]), axes=[0])
+    _, plan = parsed(export(desc, limits=limits))
+    spans = buffer_spans(lower(desc).output, capabilities(limits_from(limits)))
+    assert plan["output"]["buffers"] == [[first, nbytes, need] for (first, nbytes), need
+                                         in zip(spans, tensor_needs(lower(desc).output, spans))]
+    firsts = [first for first, _, _ in plan["output"]["buffers"]]
+    assert any(first % 4 for first in firsts) and all(need % 4 == 0 for _, _, need in plan["output"]["buffers"])
+    first, _, need = plan["output"]["buffers"][-1]
+    assert first % 4 and need == 55 * 112 * 2 - first + 2  # the last starts inside a word: 110 bytes, asked as 112
 
 
 def test_the_python_runner_on_a_device_of_webgpus_defaults_runs_the_same_passes():
