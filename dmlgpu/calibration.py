@@ -38,7 +38,7 @@ from .desc import ArgReduction, operator_for
 from .plan import Tuning, Tunings, family_of
 from .tuning import (MARGIN, call_probe, candidates, choose, default_tuning, families, from_choices, probe, rate,
                      table_digest, tuning_changes)
-from .types import NanMode
+from .types import AxisDirection, DataType, NanMode
 
 if TYPE_CHECKING:
     from .device import Device
@@ -134,17 +134,27 @@ class Calibration:
     def calibrate(self, families: list[str], call: tuple[ArgReduction, NanMode] | None = None) -> list[FamilyReport]:
         """Measure these families now, keep the choices and write the cache; a family that
         cannot be measured (too little memory, say) keeps the default, with a warning.
-        ``call``: the reduction (and NaN mode) of the call that asked, which a family of its
-        own is measured on a probe shaped after (``tuning.call_probe``), else on the
-        family's own ``probe``."""
+        ``call``: the reduction (and NaN mode) of the call that asked: its family is measured
+        on a probe shaped after it (``tuning.call_probe``) where there is one and it can be
+        measured, else on the family's own ``probe``."""
         done = []
         self._busy = True
         try:
             for family in families:
-                try:
-                    report = self._measure(family, call)
-                except Exception as err:  # noqa: BLE001 - calibration must never break a call
-                    warnings.warn(f"dmlgpu: calibrating {family} on {self.device.name!r} failed ({err}); "
+                probes = [(probe(family, self.caps), NanMode.IGNORE)]
+                if call is not None and family_of(call[0], self.caps, self.default) == family:
+                    shaped = call_probe(call[0], call[1], self.caps)
+                    if shaped is not None:
+                        probes.insert(0, (shaped, call[1]))
+                report, error = None, None
+                for red, nan_mode in probes:  # the call's shape first, the family's own where it fails
+                    try:  # (e.g. a feature level below the shaped probe's operator, too little memory)
+                        report = self._measure(family, red, nan_mode)
+                        break
+                    except Exception as err:  # noqa: BLE001 - calibration must never break a call
+                        error = err
+                if report is None:
+                    warnings.warn(f"dmlgpu: calibrating {family} on {self.device.name!r} failed ({error}); "
                                   "it keeps the built-in tuning", stacklevel=3)
                     self.chosen[family] = {}
                     continue
@@ -156,16 +166,12 @@ class Calibration:
         self._write()
         return done
 
-    def _measure(self, family: str, call: tuple[ArgReduction, NanMode] | None = None) -> FamilyReport:
+    def _measure(self, family: str, red: ArgReduction, nan_mode: NanMode) -> FamilyReport:
+        """Time the family's candidates on the probe ``red`` (run with ``nan_mode``)."""
         from .bench.gpu_timers import interleaved_gpu_times  # timestamp queries; the bench's own
 
         start = time.perf_counter()
         tunings = candidates(self.caps, family)
-        red, nan_mode = None, NanMode.IGNORE
-        if call is not None and family_of(call[0], self.caps, self.default) == family:
-            red, nan_mode = call_probe(call[0], call[1], self.caps), call[1]
-        if red is None:
-            red, nan_mode = probe(family, self.caps), NanMode.IGNORE
         desc = operator_for(red.op, red.input, red.axes, red.direction, red.output.data_type)
         device = self.device
         with ThreadPoolExecutor(len(tunings)) as pool:  # compiled at once, outside the runner's lock
@@ -189,7 +195,7 @@ class Calibration:
                 tensor.release()
         seconds = [float(np.median(t)) for t in times]
         done = time.perf_counter()
-        return FamilyReport(family, f"{red.op} {red.input.data_type.name} {tuple(red.input.sizes)} axes {tuple(red.axes)}",
+        return FamilyReport(family, _probe_text(red, nan_mode),
                             red.input.total_tensor_size_in_bytes,
                             [tuning_changes(t, self.default) for t in tunings], seconds, choose(seconds),
                             done - start, {"compile": compiled - start, "data": uploaded - compiled, "timing": done - uploaded})
@@ -291,6 +297,17 @@ def _probe_input(device: "Device", red: ArgReduction):
         for offset in range(0, total, block.nbytes):
             runner.record_copy((src, 0, dst, offset, min(block.nbytes, total - offset)))
     return seed, source
+
+
+def _probe_text(red: ArgReduction, nan_mode: NanMode) -> str:
+    """A probe as a report names it: its operator, type, sizes and axes, and what of its
+    direction, output type and NaN mode is not the default."""
+    text = f"{red.op} {red.input.data_type.name} {tuple(red.input.sizes)} axes {tuple(red.axes)}"
+    if red.direction is not AxisDirection.INCREASING:
+        text += f" {red.direction.value}"
+    if red.op != "hardmax" and red.output.data_type is not DataType.UINT32:
+        text += f" out {red.output.data_type.name}"
+    return text + (f" nan {nan_mode.value}" if nan_mode is not NanMode.IGNORE else "")
 
 
 def _slug(name: str) -> str:

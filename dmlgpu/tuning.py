@@ -109,13 +109,14 @@ def texts(red: ArgReduction, caps: Capabilities, nan_mode: NanMode, tuning: Tuni
 
 def call_probe(red: ArgReduction, nan_mode: NanMode, caps: Capabilities) -> ArgReduction | None:
     """A probe shaped after a call: its reduction packed, with sizes halved (kept axes first)
-    while it is larger than ``probe_bytes``, or its outermost kept size doubled while it is at
-    most half of it, each step kept only where the family is the same and every candidate plans
-    it with the call's own WGSL texts. So the pipelines a calibration compiles for it are those
-    the call then runs: measuring costs the candidates' compiles other than the call's own. None
-    where no such shape lies within a factor of two of ``probe_bytes`` (a call too small to grow
-    unchanged), or where two candidates plan the call alike (it cannot tell them apart, and the
-    choice holds for the whole family): the family's own ``probe`` is measured then."""
+    while it is larger than ``probe_bytes`` (half of it for HARDMAX, whose output is as large),
+    or its outermost kept size doubled while it is at most half of that, each step kept only
+    where the family is the same and every candidate plans it with the call's own WGSL texts.
+    So the pipelines a calibration compiles for it are those the call then runs: measuring
+    costs the candidates' compiles other than the call's own. None where no such shape lies
+    within a factor of two of that size (a call too small to grow unchanged), or where two
+    candidates plan the call alike (it cannot tell them apart, and the choice holds for the
+    whole family): the family's own ``probe`` is measured then."""
     base = default_tuning(caps)
     family = family_of(red, caps, base)
     tunings = candidates(caps, family)
@@ -130,7 +131,8 @@ def call_probe(red: ArgReduction, nan_mode: NanMode, caps: Capabilities) -> ArgR
             return None
         return like if all(texts(like, caps, nan_mode, t) == w for t, w in zip(tunings, wanted)) else None
 
-    sizes, target = list(red.input.sizes), probe_bytes(caps)
+    sizes = list(red.input.sizes)
+    target = probe_bytes(caps) // (2 if red.op == "hardmax" else 1)  # (HARDMAX's output is as large again)
     found = shaped(sizes)
     kept = [a for a in range(len(sizes)) if a not in red.axes]
     while found is not None and found.input.total_tensor_size_in_bytes > target:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import dmlgpu
 from dmlgpu import ArgMaxOperatorDesc, TensorDesc, oracle
 from dmlgpu.calibration import Calibration
 from dmlgpu.plan import Tuning, Tunings
-from dmlgpu.tuning import candidates, default_tuning, texts
+from dmlgpu.tuning import call_probe, candidates, default_tuning, texts
 from dmlgpu.types import NanMode
 
 #: rows/32 on either kind of adapter's defaults: a few thousand rows, unsplit
@@ -71,11 +72,27 @@ def test_the_probe_is_shaped_after_the_call_so_its_pipelines_are_the_calls(tuned
         op = device.compile(desc, nan_mode="propagate")
         np.testing.assert_array_equal(op(x), oracle.evaluate(desc, x, nan_mode="propagate"))
         (report,) = device.calibration.reports
-        assert report.probe.startswith("argmin FLOAT32 (") and report.probe != "argmin FLOAT32 (4096, 256) axes (1,)"
-        assert report.nbytes == desc.lower().input.total_tensor_size_in_bytes // 4
+        caps = device.runner.capabilities
+        probed = call_probe(desc.lower(), NanMode.PROPAGATE, caps)
+        assert report.probe == f"argmin FLOAT32 {probed.input.sizes} axes (1,) nan propagate"
+        assert report.nbytes == probed.input.total_tensor_size_in_bytes != desc.lower().input.total_tensor_size_in_bytes
         assert device.runner.programs.count == len({t for tuning in candidates(device.runner.capabilities, report.family)
                                                     for t in texts(desc.lower(), device.runner.capabilities,
                                                                    NanMode.PROPAGATE, tuning)})
+
+
+def test_a_shaped_probe_that_cannot_run_gives_way_to_the_familys_own(tuned):
+    """An ACTIVATION_HARDMAX at feature level 4.1: a probe shaped after it would be a HARDMAX1,
+    which needs 5.1, so the family is measured on its own probe (an ARGMAX), with no warning."""
+    desc = dmlgpu.ActivationHardmaxOperatorDesc(TensorDesc("FLOAT32", [4096, 256]))
+    with dmlgpu.Device(feature_level="4.1") as device:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            op = device.compile(desc)
+        (report,) = device.calibration.reports
+        assert report.probe.startswith("argmax ") and report.family == "rows/32"
+        x = np.random.default_rng(3).random((4096, 256), dtype=np.float32)
+        np.testing.assert_array_equal(op(x), oracle.evaluate(desc, x))
 
 
 def test_an_unreadable_cache_is_measured_again_and_rewritten(tuned):

@@ -95,27 +95,53 @@ def test_every_measured_familys_probe_is_of_that_family(caps):
         assert nbytes <= caps.max_storage_binding
 
 
-@pytest.mark.parametrize("sizes, axes, data_type, op", [
-    ((4096, 65536), [1], "FLOAT32", "argmax"),
-    ((4096, 65536), [1], "INT8", "argmin"),
-    ((65536, 4096), [0], "FLOAT32", "argmax"),
-    ((16, 21, 512, 512), [1], "FLOAT32", "argmax"),
-    ((4194304, 64), [1], "FLOAT32", "argmin"),
-    ((64, 256, 4096), [0, 2], "FLOAT32", "argmax"),
-    ((16384, 16384), [0, 1], "FLOAT32", "argmax"),
-    ((64, 64), [1], "FLOAT32", "argmin"),  # small: grown
-    ((4096, 65536), [1], "FLOAT32", "hardmax"),
+@pytest.mark.parametrize("caps", [GPU, CPU], ids=["gpu", "cpu"])
+@pytest.mark.parametrize("sizes, axes, data_type, op, direction, out", [
+    ((4096, 65536), [1], "FLOAT32", "argmax", "increasing", "UINT32"),
+    ((4096, 65536), [1], "INT8", "argmin", "decreasing", "INT64"),
+    ((65536, 4096), [0], "FLOAT32", "argmax", "increasing", "UINT32"),
+    ((16, 21, 512, 512), [1], "FLOAT32", "argmax", "increasing", "UINT64"),
+    ((4194304, 64), [1], "FLOAT32", "argmin", "increasing", "UINT32"),
+    ((64, 256, 4096), [0, 2], "FLOAT32", "argmax", "decreasing", "UINT32"),
+    ((16384, 16384), [0, 1], "FLOAT32", "argmax", "increasing", "UINT32"),
+    ((64, 64), [1], "FLOAT32", "argmin", "increasing", "UINT32"),  # small: grown
+    ((4096, 65536), [1], "FLOAT32", "hardmax", "increasing", None),
+    ((4096, 65536), [1], "FLOAT16", "hardmax", "increasing", None),
 ])
 @pytest.mark.parametrize("nan_mode", [NanMode.IGNORE, NanMode.PROPAGATE])
-def test_a_probe_shaped_after_a_call_compiles_the_calls_own_texts(sizes, axes, data_type, op, nan_mode):
-    call = operator_for(op, TensorDesc(data_type, list(sizes)), axes).lower()
-    probed = call_probe(call, nan_mode, GPU)
-    assert probed is not None and (probed.op, probed.axes, probed.direction) == (call.op, call.axes, call.direction)
-    family = family_of(call, GPU, Tuning())
-    assert family_of(probed, GPU, Tuning()) == family
-    assert probe_bytes(GPU) // 2 <= probed.input.total_tensor_size_in_bytes <= 2 * probe_bytes(GPU)
-    for tuning in candidates(GPU, family):
-        assert texts(probed, GPU, nan_mode, tuning) == texts(call, GPU, nan_mode, tuning)
+def test_a_probe_shaped_after_a_call_compiles_the_calls_own_texts(sizes, axes, data_type, op, direction, out, nan_mode,
+                                                                  caps):
+    base = default_tuning(caps)
+    extra = () if op == "hardmax" else (direction, out)
+    call = operator_for(op, TensorDesc(data_type, list(sizes)), axes, *extra).lower()
+    family = family_of(call, caps, base)
+    probed = call_probe(call, nan_mode, caps)
+    if probed is None:  # every one of these calls has a probe of its shape on a GPU; on a CPU's
+        assert caps is CPU  # 1 MiB, not all (the family's own probe is measured then)
+        return
+    assert (probed.op, probed.axes, probed.direction, probed.output.data_type) == \
+        (call.op, call.axes, call.direction, call.output.data_type)
+    assert family_of(probed, caps, base) == family
+    target = probe_bytes(caps) // (2 if op == "hardmax" else 1)  # (HARDMAX's output as large again)
+    assert target // 2 <= probed.input.total_tensor_size_in_bytes <= 2 * target
+    for tuning in candidates(caps, family):
+        assert texts(probed, caps, nan_mode, tuning) == texts(call, caps, nan_mode, tuning)
+
+
+def test_a_cpu_adapters_probe_is_shaped_after_the_call_where_it_can_be():
+    for sizes in [(4096, 256), (64, 64), (4194304, 64)]:
+        probed = call_probe(red(sizes, [1]), NanMode.IGNORE, CPU)
+        assert probed is not None and probed.input.total_tensor_size_in_bytes <= 2 * probe_bytes(CPU)
+
+
+def test_a_strided_call_gets_a_packed_probe_of_its_texts_or_none():
+    rows = ArgMaxOperatorDesc(TensorDesc("FLOAT32", [4096, 4096], strides=[8192, 1]), axes=[1]).lower()
+    probed = call_probe(rows, NanMode.IGNORE, GPU)
+    assert probed is not None and probed.input.strides is None
+    for tuning in candidates(GPU, "rows/32"):
+        assert texts(probed, GPU, NanMode.IGNORE, tuning) == texts(rows, GPU, NanMode.IGNORE, tuning)
+    by_columns = ArgMaxOperatorDesc(TensorDesc("FLOAT32", [4096, 4096], strides=[1, 4096]), axes=[1]).lower()
+    assert call_probe(by_columns, NanMode.IGNORE, GPU) is None  # its packed shape plans otherwise
 
 
 def test_a_call_no_probe_can_be_shaped_after_gets_none():  # (the family's own probe is measured)

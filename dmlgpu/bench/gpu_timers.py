@@ -131,7 +131,8 @@ def gpu_times(runner: Runner, steps, *, clear=None, repeats: int = 10) -> np.nda
 
 
 def interleaved_gpu_times(runner: Runner, step_sets: list, rounds: int) -> list[np.ndarray]:
-    """Seconds of each set of steps (passes with no clear: ARGMAX's and ARGMIN's) in each of
+    """Seconds of each set of steps (passes with no clear: ARGMAX's and ARGMIN's, or HARDMAX's
+    passes without the clear of their output, as a calibration compares them) in each of
     ``rounds`` rounds, the sets taking turns, all in one submit and one read. The sets must
     write a buffer they share (a calibration's candidates write one output), so that each
     pass waits for the one before and none overlaps another's timing."""
