@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -93,6 +94,38 @@ def test_a_shaped_probe_that_cannot_run_gives_way_to_the_familys_own(tuned):
         assert report.probe.startswith("argmax ") and report.family == "rows/32"
         x = np.random.default_rng(3).random((4096, 256), dtype=np.float32)
         np.testing.assert_array_equal(op(x), oracle.evaluate(desc, x))
+
+
+def test_a_compile_in_another_thread_waits_for_the_calibration_of_its_family(tuned, monkeypatch):
+    """While one thread measures a family, another compiling an operator of that family waits
+    for the choice (compiles take turns on the device) rather than keep the default for good
+    (the choice forced off the default here)."""
+    started, release = threading.Event(), threading.Event()
+    measure = Calibration._measure
+
+    def slow(self, *args):
+        started.set()
+        release.wait(10)
+        report = measure(self, *args)
+        report.chosen = 1
+        return report
+
+    monkeypatch.setattr(Calibration, "_measure", slow)
+    with dmlgpu.Device() as device:
+        first = threading.Thread(target=device.compile, args=(ROWS,))
+        first.start()
+        assert started.wait(10)
+        other: list = []
+        second = threading.Thread(target=lambda: other.append(device.compile(
+            ArgMaxOperatorDesc(TensorDesc("FLOAT32", [8192, 64]), axes=[1]))))
+        second.start()
+        second.join(0.5)
+        release.set()
+        first.join(10)
+        second.join(10)
+        (report,) = device.calibration.reports
+        assert other[0].tuning == device.calibration.tunings.for_family(report.family) != default_tuning(
+            device.runner.capabilities)
 
 
 def test_an_unreadable_cache_is_measured_again_and_rewritten(tuned):
