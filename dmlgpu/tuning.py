@@ -108,8 +108,9 @@ def texts(red: ArgReduction, caps: Capabilities, nan_mode: NanMode, tuning: Tuni
 
 
 def call_probe(red: ArgReduction, nan_mode: NanMode, caps: Capabilities) -> ArgReduction | None:
-    """A probe shaped after a call: its reduction packed, with sizes halved (kept axes first)
-    while it is larger than ``probe_bytes`` (half of it for HARDMAX, whose output is as large),
+    """A probe shaped after a call: its reduction packed, with sizes halved (the reduced axes
+    first, so that it keeps the call's outputs, and so the work in flight, where it can) while
+    it is larger than ``probe_bytes`` (half of it for HARDMAX, whose output is as large),
     or its outermost kept size doubled while it is at most half of that, each step kept only
     where the family is the same and every candidate plans it with the call's own WGSL texts.
     So the pipelines a calibration compiles for it are those the call then runs: measuring
@@ -136,7 +137,7 @@ def call_probe(red: ArgReduction, nan_mode: NanMode, caps: Capabilities) -> ArgR
     found = shaped(sizes)
     kept = [a for a in range(len(sizes)) if a not in red.axes]
     while found is not None and found.input.total_tensor_size_in_bytes > target:
-        for axis in kept + list(red.axes):
+        for axis in list(red.axes) + kept:
             trial = sizes[:axis] + [sizes[axis] // 2] + sizes[axis + 1:]
             smaller = shaped(trial) if sizes[axis] > 1 else None
             if smaller is not None:
