@@ -133,7 +133,7 @@ class CompiledOperator {
       if (!(buffer.usage & GPUBufferUsage.COPY_DST)) {
         fail(`output.buffer has usage ${buffer.usage}, but HARDMAX clears its output first: it needs COPY_DST too`);
       }
-      return [buffer, offset, Math.min(round(need, 4), (buffer.size - offset) & ~3)];
+      return [buffer, offset, need];  // (whole words, within the binding: bound())
     });
     // A piece's window of a tensor's bindings, to the binding's end in whole words at most, so
     // that nothing past a binding is read or written (binding.py's bases); null: the temporary.
@@ -199,9 +199,8 @@ class CompiledOperator {
     let staged = 0;
     this.#last.outs.forEach(([buffer, offset, , need]) => {
       if (!(buffer.usage & GPUBufferUsage.COPY_SRC)) fail(`output.buffer has usage ${buffer.usage}, but run() needs COPY_SRC`);
-      const size = Math.min(round(need, 4), (buffer.size - offset) & ~3);
-      places.push([buffer, offset, staged, size]);
-      staged += size;
+      places.push([buffer, offset, staged, need]);
+      staged += need;
     });
     const staging = device.createBuffer({ size: round(staged || 16, 16), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     try {
