@@ -55,7 +55,7 @@ def first_module(*names: str) -> types.ModuleType:
 def _import_as_installed(name: str) -> types.ModuleType:
     """The module ``name`` imported as Python imports it, from the bytecode installed with it,
     not through pytest's assertion rewriting: rewriting NumPy's and Dask's test modules (some
-    20,000 lines) took 2.8 s of each worker's collection, every run, since rewritten modules are
+    20,000 lines) took 1.5-2 s of each worker's collection, every run, since rewritten modules are
     not kept where bytecode is not written (PYTHONDONTWRITEBYTECODE). Their asserts still fail
     a test; its report shows the failing line without the values pytest would add."""
     if name in sys.modules:
