@@ -16,9 +16,16 @@ export GALLIVM_PERF="${GALLIVM_PERF-nopt}"
 # own tunings, a browser, a Dask cluster) are set up once, and the shaders its tests share are
 # compiled by one worker, not by both at once. Cold, on 2 cores, pytest took 193 s and 191 s where
 # xdist's default (tests dealt out one by one) took 222 s and 200 s, in two back-to-back pairs.
+# Files go out in collection order (--no-loadscope-reorder), which tests/conftest.py makes the
+# longest first (LONGEST_FIRST), so that the workers end together.
+# The plugins are named (-p) rather than found through the installed packages' entry points:
+# pytest rewrites the asserts of every module of a package that brings a plugin, so Hypothesis
+# (which does) was rewritten whole in each worker, 1.1-1.5 s of its collection every run where
+# bytecode is not written (PYTHONDONTWRITEBYTECODE). Add -p NAME for another plugin you want.
+plugins=(--disable-plugin-autoload -p xdist -p hypothesispytest)
 rc=0
-echo "[test] pytest -n ${DMLGPU_TEST_WORKERS:-2} --dist loadfile $*"
-.venv/bin/python -m pytest -n "${DMLGPU_TEST_WORKERS:-2}" --dist loadfile "$@" || rc=$?
+echo "[test] pytest ${plugins[*]} -n ${DMLGPU_TEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder $*"
+.venv/bin/python -m pytest "${plugins[@]}" -n "${DMLGPU_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" || rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "[test] FAIL: pytest collected no tests" >&2
 fi
