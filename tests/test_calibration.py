@@ -53,7 +53,7 @@ def test_a_family_is_measured_once_and_its_choice_kept_on_disk(tuned, monkeypatc
     assert kept["key"]["adapter"] == device.name and report.family in kept["chosen"]
     assert [p.name for p in tuned.iterdir()] == [path.name]  # no temporary file left
 
-    def refuse(self, family, call=None):
+    def refuse(self, family, *probe):
         raise AssertionError(f"{family} measured again")
 
     monkeypatch.setattr(Calibration, "_measure", refuse)
@@ -77,9 +77,8 @@ def test_the_probe_is_shaped_after_the_call_so_its_pipelines_are_the_calls(tuned
         probed = call_probe(desc.lower(), NanMode.PROPAGATE, caps)
         assert report.probe == f"argmin FLOAT32 {probed.input.sizes} axes (1,) nan propagate"
         assert report.nbytes == probed.input.total_tensor_size_in_bytes != desc.lower().input.total_tensor_size_in_bytes
-        assert device.runner.programs.count == len({t for tuning in candidates(device.runner.capabilities, report.family)
-                                                    for t in texts(desc.lower(), device.runner.capabilities,
-                                                                   NanMode.PROPAGATE, tuning)})
+        assert device.runner.programs.count == len({t for tuning in candidates(caps, report.family)
+                                                    for t in texts(desc.lower(), caps, NanMode.PROPAGATE, tuning)})
 
 
 def test_a_shaped_probe_that_cannot_run_gives_way_to_the_familys_own(tuned):
