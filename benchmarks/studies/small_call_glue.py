@@ -26,7 +26,7 @@ import dmlgpu
 from dmlgpu.bench import Ceiling
 from dmlgpu.bench.gpu_timers import bare_round_trips
 
-TIMED = ("dml_record_calls", "dml_submit_calls", "dml_read", "dml_submit_read")
+TIMED = ("dml_record_calls", "dml_submit_calls", "dml_read")
 
 
 class _TimedHot:

@@ -536,18 +536,6 @@ DML_EXPORT uint64_t dml_submit_calls(const DmlFns *f, H queue, DmlCall *const *c
     return ticket;
 }
 
-/* A lone small call's submit and read in one call into C: the command buffers
- * (``dml_record_calls``) submitted and the calls' maps started, as ``dml_submit_calls``, then
- * the map ``s`` of ``buffer`` waited for and its first ``nbytes`` copied to ``out``, as
- * ``dml_read`` (which it returns). With nothing between the submit and the wait, a thread that
- * calls alone hands the interpreter's lock back once where it would twice. */
-DML_EXPORT int dml_submit_read(const DmlFns *f, H device, H queue, DmlCall *const *calls, size_t n, H *buffers,
-                               size_t count, const DmlState *s, double spin_s, double idle_timeout_s, H buffer,
-                               size_t size, void *out, size_t nbytes) {
-    uint64_t ticket = dml_submit_calls(f, queue, calls, n, buffers, count);
-    return dml_read(f, device, s, spin_s, idle_timeout_s, &ticket, buffer, size, out, nbytes);
-}
-
 /* What bounds a small call, for the benchmarks (``bench.gpu_timers.bare_round_trips`` with
  * ``in_c``): ``n`` round trips straight through wgpu-native with nothing of dmlgpu's between
  * its calls, each a 1-workgroup dispatch of ``pipeline`` with ``group``, a 16-byte copy of

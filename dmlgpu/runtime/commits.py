@@ -64,7 +64,7 @@ class Commits:
         self.leading = False  # a thread submits calls now: no other submit or queue write may start
         self._batch: _Batch | None = None  # calls waiting for the next submission (None: none)
 
-    def commit(self, call, reads=None, read=None) -> bool:
+    def commit(self, call, reads=None) -> None:
         """Submit the native small call ``call`` (a ``DmlCall``: a kit's, ``kits.Kit``, or a read
         in place's) after the recorded work, in one submission with the calls other threads
         commit meanwhile (a group commit: wgpu-native's submits take turns with each other and
@@ -75,18 +75,14 @@ class Commits:
         under way is done: it takes the calls waiting and the recorded work, and records and
         submits them with one encoder, outside the lock. The call's maps are started in that
         submission and its ticket set. ``reads``: the buffer the call maps as it is (a read in
-        place), in the runner's ``mapped`` from the submission on. ``read``: (map, out) of the
-        call's read-back, which a thread leading its call alone waits for and copies into
-        ``out`` in the same call into C as the submit (``NativePath.submit_calls``); then
-        ``reads`` is unmapped again when it returns. True if the read was done so (the caller
-        reads otherwise). Without the lock held."""
+        place), in the runner's ``mapped`` from the submission on. Without the lock held."""
         with self.lock:
             batch = self._batch
             if batch is None and not self.leading:  # alone (``_lead`` checks the device first)
-                error = self._lead((call,), () if reads is None or read is not None else (reads,), read)
+                error = self._lead((call,), () if reads is None else (reads,))
                 if error is not None:
                     raise error
-                return read is not None
+                return
             if batch is None:
                 batch = self._batch = _Batch()
             batch.calls.append(call)
@@ -102,19 +98,17 @@ class Commits:
                     self._lead_batch(batch)
         if batch.error is not None:
             raise batch.error
-        return False
 
     def _lead_batch(self, batch: _Batch) -> None:
         """Lead the batch waiting (``_batch``) and wake its threads. Under the lock."""
         self._batch = None
         batch.finish(self._lead(batch.calls, batch.reads))
 
-    def _lead(self, calls, reads, read=None) -> BaseException | None:
+    def _lead(self, calls, reads) -> BaseException | None:
         """Submit the small calls ``calls`` with the recorded work and the queued writes, their
         record and submit outside the lock (the calls arriving meanwhile join the next batch),
         and put the buffers ``reads`` in the runner's ``mapped``; no other submit or queue
-        write starts until it is done (``read``: with the read-back waited for and copied out,
-        see ``commit``). The error, or None. Under the lock."""
+        write starts until it is done. The error, or None. Under the lock."""
         runner = self.runner
         path = runner.native
         assert path is not None  # (only the native path commits small calls)
@@ -127,7 +121,7 @@ class Commits:
             pending, _, remap = runner.take_pending()  # (queued writes land ahead of this submission)
             self.lock.release()
             try:
-                path.submit_calls(pending, calls, read)
+                path.submit_calls(pending, calls)
             finally:
                 self.lock.acquire()
                 for encoder in pending:

@@ -152,17 +152,13 @@ class NativePath:
         c.output, c.out_offset = src._internal, offset
         return m.call
 
-    def submit_calls(self, pending: list, calls, read=None) -> int:
+    def submit_calls(self, pending: list, calls) -> int:
         """Record the small calls ``calls`` (``DmlCall`` pointers) into one encoder after the
         ``pending`` work and submit it all in one submission, each call's maps started and its
         ticket set (``dml_record_calls``, ``dml_submit_calls``): what the threads that commit at
         once share. The pending dispatches after the last pending encoder (``Deferred``, as a
         resident call leaves them) are recorded into that one encoder too, in order, each from
         the ``DmlCall`` its steps keep (``Deferred.call``). The submission's index.
-
-        ``read``: (map, out) of a read-back the calls start, which is then waited for and
-        copied into the uint8 array ``out`` in the same call into C as the submit
-        (``dml_submit_read``, as ``read`` does it): a thread calling alone (``Commits.commit``).
 
         One runs at a time (the runner's lock, or the batch it leads: ``Commits.commit``), so
         the C arrays of calls and command buffers are this path's own, made once and grown
@@ -197,13 +193,7 @@ class NativePath:
             hot.dml_release(self.fns, buffers, split + 1)
             hot.dml_resume_polls(self.fns)
             raise self.error_types.get(error[0], wgpu.GPUError)(error[1])
-        if read is None:
-            return hot.dml_submit_calls(self.fns, self.queue, array, count, buffers, finished)
-        m, out = read
-        self._landed(hot.dml_submit_read(self.fns, self.handle, self.queue, array, count, buffers, finished, m.state,
-                                         self.spin_s, MAP_TIMEOUT_S, m.buffer._internal, m.size,
-                                         self.hot_ffi.from_buffer(out, require_writable=True), out.nbytes))
-        return array[0].ticket
+        return hot.dml_submit_calls(self.fns, self.queue, array, count, buffers, finished)
 
     def put_passes(self, c, steps, clear=None):
         """Set ``steps`` on the ``DmlCall`` ``c``, after the buffer ``clear`` zeroed (None:

@@ -391,9 +391,8 @@ class Transfers:
             call.ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
             runner.reading.add(buffer)
         try:
-            # (in runner.mapped from its submission on, unless read at once: a thread alone)
-            if not runner.commits.commit(call, reads=buffer, read=(m, out)):
-                n.read(m, ticket, out)
+            runner.commits.commit(call, reads=buffer)  # (in runner.mapped from its submission on)
+            n.read(m, ticket, out)
         except BaseException as err:
             # Once submitted, the buffer (its tensor's) may be mid-map or mapped: it can be
             # neither destroyed nor used again, so the device is taken as lost.
