@@ -69,6 +69,8 @@ def _axes_key(axes):
     it but are not valid alike (``True`` and ``1``, ``1.0`` and ``1``: only ints are axes)."""
     if type(axes) is int:
         return axes
+    if type(axes) is tuple and all(type(a) is int for a in axes):  # (as the bench and Dask pass them)
+        return axes
     if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
         return type(axes), axes
     return tuple((type(a), a) for a in axes)
@@ -105,17 +107,18 @@ def _run(call: tuple, x, device: Device | None, nan_mode):
     """Compile (once per call signature: the arguments as given and ``x``'s layout) the
     descriptor of ``call`` (``_describe``) for ``x``, and run it: a ``Tensor`` stays on the
     GPU, a NumPy array comes back."""
-    x = unmasked(x, call[0])
-    resident = isinstance(x, Tensor)
+    resident = type(x) is Tensor or isinstance(x, Tensor)
     if resident:
         device = device or x.device
         layout_key = x.desc
     else:
+        x = unmasked(x, call[0])
         device = device or default_device()
         if not isinstance(x, np.ndarray):
             x = np.asarray(x)
         layout_key = (x.dtype.str, x.shape, x.strides)
-    key = (call[0], _axes_key(call[1]), *call[2:], nan_mode, layout_key)
+    axes = call[1]
+    key = (call[0], axes if type(axes) is int else _axes_key(axes), *call[2:], nan_mode, layout_key)
     try:
         compiled = device.by_call.get(key)
         kept = True

@@ -68,7 +68,8 @@ def test_waits_that_spin_first_give_right_answers_short_and_long(device):
 
 def test_a_read_back_shares_the_command_buffer_of_work_recorded_before_it(device):
     """A read adds its copy to the last pending encoder: one submit, and the read sees every
-    pass recorded before it, from this call and from calls recorded before it."""
+    pass recorded before it, from this call and from calls recorded before it. (HARDMAX's
+    one-hot output is not a small call's, which is submitted by the call: the test below.)"""
     import numpy as np
 
     from dmlgpu import oracle
@@ -76,11 +77,44 @@ def test_a_read_back_shares_the_command_buffer_of_work_recorded_before_it(device
     rng = np.random.default_rng(8)
     xs = [rng.standard_normal((4, 300)).astype(np.float32) for _ in range(3)]
     tensors = [device.upload(x) for x in xs]
-    results = [dmlgpu.argmax(t, 1) for t in tensors]  # three calls recorded, none submitted yet
+    results = [dmlgpu.hardmax(t, 1) for t in tensors]  # three calls recorded, none submitted yet
     assert len(device.runner._pending) >= 1
     for x, r in zip(xs, results):
-        assert np.array_equal(r.numpy(), oracle.argmax(x, 1))
+        assert np.array_equal(r.numpy(), oracle.hardmax(x, 1))
         assert device.runner._pending == []
+    for t in tensors + results:
+        t.release()
+
+
+def test_a_small_call_is_submitted_by_the_call_and_read_with_no_submit_of_its_own(device, monkeypatch):
+    """Native path: a call whose small output is read in place is submitted when it is made
+    (the GPU runs it while the caller goes on to its read), unless a submission is under way;
+    its read then maps the output with no submit of its own. A read after work left recorded
+    (a queued write) submits it first. Every answer is right either way."""
+    import numpy as np
+
+    from dmlgpu import oracle
+
+    rng = np.random.default_rng(10)
+    xs = [rng.standard_normal((4, 300)).astype(np.float32) for _ in range(3)]
+    tensors = [device.upload(x) for x in xs]
+    runner = device.runner
+    if runner.path.name != "native" or not runner.in_place:
+        results = [dmlgpu.argmax(t, 1) for t in tensors]
+        assert all(np.array_equal(r.numpy(), oracle.argmax(x, 1)) for x, r in zip(xs, results))
+        return
+    submits = []
+    submit_calls = native.NativePath.submit_calls
+    monkeypatch.setattr(native.NativePath, "submit_calls",
+                        lambda self, pending, calls: submits.append((len(pending), len(calls)))
+                        or submit_calls(self, pending, calls))
+    results = [dmlgpu.argmax(t, 1) for t in tensors]
+    assert runner._pending == [] and submits == [(1, 0)] * 3  # each call its own submit, at once
+    for x, r in zip(xs, results):
+        assert np.array_equal(r.numpy(), oracle.argmax(x, 1))
+    assert submits == [(1, 0)] * 3  # the reads map the outputs: no submit
+    results[0].write(np.zeros(4, np.uint32))  # a queued write: the read submits it, with its own map
+    assert results[0].numpy().ravel().tolist() == [0, 0, 0, 0] and submits[3:] == [(0, 1)]
     for t in tensors + results:
         t.release()
 
@@ -107,22 +141,23 @@ def test_dispatches_are_recorded_at_their_submit_with_the_read_after_them(device
     taken = []
     take = native.Deferred.take
     monkeypatch.setattr(native.Deferred, "take", lambda self: taken.append(self) or take(self))
-    one = dmlgpu.argmax(tensors[0], 1)
+    one = dmlgpu.argmax(tensors[0], 1)  # (a small call: recorded and submitted at once, in C)
     assert np.array_equal(one.numpy(), oracle.argmax(xs[0], 1)) and taken == []
     one.write(np.zeros(4, np.uint32))
     assert one.numpy().ravel().tolist() == [0, 0, 0, 0]  # the staging's call copies only
-    two = [dmlgpu.argmin(t, 1) for t in tensors]
-    clear = dmlgpu.hardmax(tensors[1], 1)  # a clear in the same encoder
+    # (HARDMAX's one-hot outputs are not small calls': recorded until the read)
+    two = [dmlgpu.hardmax(t, 1) for t in tensors]
+    clear = dmlgpu.hardmax(tensors[1], 1)  # its clear in the same encoder
     assert len(device.runner._pending) == 3
-    assert np.array_equal(two[1].numpy(), oracle.argmin(xs[1], 1)) and taken == []
-    assert np.array_equal(two[0].numpy(), oracle.argmin(xs[0], 1))
+    assert np.array_equal(two[1].numpy(), oracle.hardmax(xs[1], 1)) and taken == []
+    assert np.array_equal(two[0].numpy(), oracle.hardmax(xs[0], 1))
     assert np.array_equal(clear.numpy(), oracle.hardmax(xs[1], 1))
-    before = dmlgpu.argmax(tensors[1], 1)
+    before = dmlgpu.hardmax(tensors[1], 1)
     big = device.upload(rng.standard_normal(1 << 16).astype(np.float32))  # staged: a copy's encoder
     assert type(device.runner._pending[-1]) is not native.Deferred
     after = dmlgpu.hardmax(tensors[0], 1)
     assert np.array_equal(after.numpy(), oracle.hardmax(xs[0], 1)) and len(taken) == 1  # (before's)
-    assert np.array_equal(before.numpy(), oracle.argmax(xs[1], 1))
+    assert np.array_equal(before.numpy(), oracle.hardmax(xs[1], 1))
     for t in tensors + [one, *two, clear, before, after, big]:
         t.release()
 

@@ -99,6 +99,19 @@ class Commits:
         if batch.error is not None:
             raise batch.error
 
+    def idle(self) -> bool:
+        """No submission under way and no batch waiting for one. Under the lock."""
+        return self._batch is None and not self.leading
+
+    def submit_alone(self) -> None:
+        """Submit the recorded work now, as a thread alone leads its call (``_lead``), unless a
+        submission is under way or a batch waits for one: then it stays recorded for the next.
+        Under the lock."""
+        if self._batch is None and not self.leading:
+            error = self._lead((), ())
+            if error is not None:
+                raise error
+
     def _lead_batch(self, batch: _Batch) -> None:
         """Lead the batch waiting (``_batch``) and wake its threads. Under the lock."""
         self._batch = None

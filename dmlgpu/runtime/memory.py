@@ -49,7 +49,7 @@ def bound_size(nbytes: int) -> int:
     """The size of a buffer that passes bind for ``nbytes``: whole 16-byte quads, at least one,
     so that a shader reading quads never meets a partial one at the end (robust access would
     clamp it to other data)."""
-    return max(16, (nbytes + 15) & ~15)
+    return (nbytes + 15) & ~15 or 16
 
 
 class Pool:
@@ -216,7 +216,8 @@ class Memory:
             while returned:  # (a call's output, collected since the last call: taken as it is)
                 buffer = returned.popleft()
                 if buffer.size == size and buffer.usage == usage and runner.usable:
-                    self.take_returned()
+                    if returned:
+                        self.take_returned()
                     return buffer
                 self.free(buffer)
             return self._pools[usage].take(size) or self.create(size, usage)

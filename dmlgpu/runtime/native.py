@@ -206,6 +206,11 @@ class NativePath:
     def start_map(self, m: NativeMap, write: bool) -> None:
         self._checked("map", self.hot.dml_map, self.fns, m.buffer._internal, write, m.size, m.state)
 
+    def start_read_map(self, m: NativeMap) -> None:
+        """Start the map of a read in place as ``dml_submit_calls`` starts one after its submit:
+        a map that fails says so in its state, which ``read`` raises."""
+        self.hot.dml_map(self.fns, m.buffer._internal, 0, m.size, m.state)
+
     def wait(self, m: NativeMap, ticket) -> None:
         """Wait until the map has landed (``dml_wait``), polling the device when no other
         thread does (one thread polls at a time; the others' maps land in its polls): first

@@ -308,13 +308,15 @@ class Runner:
                 raise self.gpu_error(err) from None
             raise
 
-    def dispatch(self, steps, *, clear=None, reads: int = 0) -> None:
+    def dispatch(self, steps, *, clear=None, reads: int = 0, now: bool = False) -> None:
         """Record the steps (pipeline, bind group, grid), ``clear`` zeroed first (on the native
         path: keep them, to be recorded at the submit).
 
         They run at the next submit: a read, a write, or at once when the work recorded since
         the last submit reads ``SUBMIT_EARLY_BYTES`` or more (``reads``: what these steps read),
-        so that the GPU runs large work while the caller records the next.
+        so that the GPU runs large work while the caller records the next. ``now``: a small
+        call's, submitted at once on the native path unless a submission is under way
+        (``Commits.submit_alone``), so that the GPU runs it while the caller goes on to its read.
         """
         with self.lock:
             self.check()
@@ -325,7 +327,10 @@ class Runner:
                 self._pending_uses.update(uses)
             if clear:
                 self._pending_uses.update(clear)
-            self._count_pending(reads)
+            if now and native is not None:
+                self.commits.submit_alone()
+            else:
+                self._count_pending(reads)
 
     def enqueue(self, encoder, uses=()) -> None:
         """Add an encoder the caller recorded (``encode``), which uses the buffers ``uses``, to
@@ -390,6 +395,12 @@ class Runner:
         if remap:
             self.transfers.remapped(remap)
         return ticket
+
+    def settled(self) -> bool:
+        """Nothing recorded, no queued write and no submission under way: every buffer the
+        work wrote is written by work already submitted, and may be mapped now (a read in place
+        with no submit of its own, ``Transfers._read_in_place``). Under the lock."""
+        return not self._pending and not self._queued and not self._remap and self.commits.idle()
 
     def take_pending(self, extra=()) -> tuple[list, bool, list]:
         """For a submission: the recorded work (and ``extra`` after it), whether writes were

@@ -371,11 +371,13 @@ class Transfers:
 
     def _read_in_place(self, buffer, out: np.ndarray) -> np.ndarray:
         """Read a buffer that passes wrote in mappable memory (``Memory.storage(readable=True)``)
-        through a map of its own: no copy into staging. From the submission that starts the map
-        (a batch of committed calls, ``Commits.commit``) to the unmap the buffer is in
-        ``runner.mapped``, so that no other submit uses it meanwhile (wgpu-native aborts the
-        process on one; such a submit waits, others go ahead), and another read of it waits its
-        turn (``runner.reading`` until then); the wait itself holds no lock. On the H100 a
+        through a map of its own: no copy into staging. Its map is started at once where the
+        work that wrote it is submitted (``Runner.settled``: a small call submits its own), else
+        by the submission of that work (a batch of committed calls, ``Commits.commit``). From
+        the map's start to the unmap the buffer is in ``runner.mapped``, so that no other submit
+        uses it meanwhile (wgpu-native aborts the process on one; such a submit waits, others go
+        ahead), and another read of it waits its turn (``runner.reading`` until then); the wait
+        itself holds no lock. On the H100 a
         dispatch writing its 16 bytes straight into mapped memory took 45-49 us a round trip
         against 54-59 with a copy into staging."""
         runner, n = self.runner, self.runner.path
@@ -387,17 +389,24 @@ class Transfers:
             m = self._read_maps.get(buffer)
             if m is None:  # (it holds the handle, not the buffer, which may go with its tensor)
                 m = self._read_maps[buffer] = n.new_map(Handle(buffer._internal), buffer.size)
-            call, ticket = m.call or n.read_call(m, buffer, 0)  # (made once: it reads the buffer itself)
-            call.ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
+            call = None
+            if runner.settled():  # (a small call's work, submitted by the call: ``Runner.dispatch``)
+                n.start_read_map(m)
+                runner.mapped.add(buffer)
+                ticket = None
+            else:
+                call, ticket = m.call or n.read_call(m, buffer, 0)  # (made once: it reads the buffer itself)
+                call.ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
             runner.reading.add(buffer)
         try:
-            runner.commits.commit(call, reads=buffer)  # (in runner.mapped from its submission on)
+            if call is not None:
+                runner.commits.commit(call, reads=buffer)  # (in runner.mapped from its submission on)
             n.read(m, ticket, out)
         except BaseException as err:
-            # Once submitted, the buffer (its tensor's) may be mid-map or mapped: it can be
-            # neither destroyed nor used again, so the device is taken as lost.
+            # Once its map is started, the buffer (its tensor's) may be mid-map or mapped: it
+            # can be neither destroyed nor used again, so the device is taken as lost.
             with runner.lock:
-                if call.ticket != 0:
+                if call is None or call.ticket != 0:
                     self._read_maps.pop(buffer, None)
                     runner.lose(f"a read failed with its buffer mapped: {err!r}")
             raise
