@@ -254,6 +254,7 @@ class CompiledOperator:
             self._input_laid_out = input.desc
         if input.device is not self.device:
             raise DataError(f"input is on {input.device!r}, but the operator was compiled for {self.device!r}")
+        small = output is None and self._output_in_place  # (a small call, its output read in place)
         if output is None:
             output = self.device.empty(self.output_desc, self.output_spans, readable=self._output_in_place)
         else:
@@ -265,7 +266,7 @@ class CompiledOperator:
                 clear_now(self.device.runner, clears(output._bindings(), tensor_needs(self.output_desc, self.output_spans)))
                 clear = None
         steps = self._program._tensors_bound(input, output)[1]  # (``flat_steps``)
-        self.device.runner.dispatch(steps, clear=clear, reads=self._reads, now=self._output_in_place)
+        self.device.runner.dispatch(steps, clear=clear, reads=self._reads, now=small)
         return output
 
     def passes(self, input: Tensor, output: Tensor) -> tuple[Steps, list | None]:

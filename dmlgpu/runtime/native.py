@@ -91,6 +91,7 @@ class NativePath:
         fns.poller = self.poller
         self.copier = self.null  # helper threads of copies into staging (Runner sets them: hot_copier)
         self._room = 0  # (submit_calls' C arrays, made on first use)
+        self.submitted = 0  # the index of the last submission (submit_calls'; 0: none yet)
         self._calls = self._buffers = self.null
 
     def ptr(self, cdata):
@@ -193,7 +194,8 @@ class NativePath:
             hot.dml_release(self.fns, buffers, split + 1)
             hot.dml_resume_polls(self.fns)
             raise self.error_types.get(error[0], wgpu.GPUError)(error[1])
-        return hot.dml_submit_calls(self.fns, self.queue, array, count, buffers, finished)
+        self.submitted = hot.dml_submit_calls(self.fns, self.queue, array, count, buffers, finished)
+        return self.submitted
 
     def put_passes(self, c, steps, clear=None):
         """Set ``steps`` on the ``DmlCall`` ``c``, after the buffer ``clear`` zeroed (None:

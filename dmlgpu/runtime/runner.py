@@ -315,8 +315,10 @@ class Runner:
         They run at the next submit: a read, a write, or at once when the work recorded since
         the last submit reads ``SUBMIT_EARLY_BYTES`` or more (``reads``: what these steps read),
         so that the GPU runs large work while the caller records the next. ``now``: a small
-        call's, submitted at once on the native path unless a submission is under way
-        (``Commits.submit_alone``), so that the GPU runs it while the caller goes on to its read.
+        call's, submitted at once on the native path where it is the only work recorded and no
+        read or submission is under way (``Commits.submit_alone``: a thread calling alone), so
+        that the GPU runs it while the caller goes on to its read; calls from several threads
+        at once go on sharing submits (``Commits.commit``).
         """
         with self.lock:
             self.check()
@@ -327,8 +329,8 @@ class Runner:
                 self._pending_uses.update(uses)
             if clear:
                 self._pending_uses.update(clear)
-            if now and native is not None:
-                self.commits.submit_alone()
+            if now and native is not None and len(self._pending) == 1 and not self.mapped and not self.reading:
+                self.commits.submit_alone()  # (no other call's work or read in flight: a thread alone)
             else:
                 self._count_pending(reads)
 

@@ -389,24 +389,26 @@ class Transfers:
             m = self._read_maps.get(buffer)
             if m is None:  # (it holds the handle, not the buffer, which may go with its tensor)
                 m = self._read_maps[buffer] = n.new_map(Handle(buffer._internal), buffer.size)
-            call = None
-            if runner.settled():  # (a small call's work, submitted by the call: ``Runner.dispatch``)
+            call, ticket = m.call or n.read_call(m, buffer, 0)  # (made once: it reads the buffer itself)
+            direct = runner.settled()  # (a small call's work, submitted by the call: ``Runner.dispatch``)
+            if direct:
+                call.ticket = n.submitted  # (the last submission, which wrote the buffer or came after)
+                if not n.submitted:  # (none: a buffer no work wrote)
+                    ticket = None
                 n.start_read_map(m)
                 runner.mapped.add(buffer)
-                ticket = None
             else:
-                call, ticket = m.call or n.read_call(m, buffer, 0)  # (made once: it reads the buffer itself)
                 call.ticket = 0  # set by the submit, which starts the map (wgpu counts from 1)
             runner.reading.add(buffer)
         try:
-            if call is not None:
+            if not direct:
                 runner.commits.commit(call, reads=buffer)  # (in runner.mapped from its submission on)
             n.read(m, ticket, out)
         except BaseException as err:
             # Once its map is started, the buffer (its tensor's) may be mid-map or mapped: it
             # can be neither destroyed nor used again, so the device is taken as lost.
             with runner.lock:
-                if call is None or call.ticket != 0:
+                if direct or call.ticket != 0:
                     self._read_maps.pop(buffer, None)
                     runner.lose(f"a read failed with its buffer mapped: {err!r}")
             raise
