@@ -23,6 +23,12 @@ export GALLIVM_PERF="${GALLIVM_PERF-nopt}"
 # (which does) was rewritten whole in each worker, 1.1-1.5 s of its collection every run where
 # bytecode is not written (PYTHONDONTWRITEBYTECODE). Add -p NAME for another plugin you want.
 plugins=(--disable-plugin-autoload -p xdist -p hypothesispytest)
+# Bytecode: every process of the suite (its two workers, its CLI, Dask and stress subprocesses)
+# imports NumPy, Dask, pandas, ...; where bytecode is not written (PYTHONDONTWRITEBYTECODE, as on
+# CI machines) each of them compiled all of it from source, 25 s of a cold run. So the suite
+# writes it, under .venv (PYTHONPYCACHEPREFIX: nothing in the checkout), on first import.
+export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
+unset PYTHONDONTWRITEBYTECODE
 rc=0
 echo "[test] pytest ${plugins[*]} -n ${DMLGPU_TEST_WORKERS:-2} --dist loadfile --no-loadscope-reorder $*"
 .venv/bin/python -m pytest "${plugins[@]}" -n "${DMLGPU_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" || rc=$?
