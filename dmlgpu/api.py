@@ -107,7 +107,7 @@ def _run(call: tuple, x, device: Device | None, nan_mode):
     """Compile (once per call signature: the arguments as given and ``x``'s layout) the
     descriptor of ``call`` (``_describe``) for ``x``, and run it: a ``Tensor`` stays on the
     GPU, a NumPy array comes back."""
-    resident = type(x) is Tensor or isinstance(x, Tensor)
+    resident = isinstance(x, Tensor)
     if resident:
         device = device or x.device
         layout_key = x.desc
@@ -117,8 +117,7 @@ def _run(call: tuple, x, device: Device | None, nan_mode):
         if not isinstance(x, np.ndarray):
             x = np.asarray(x)
         layout_key = (x.dtype.str, x.shape, x.strides)
-    axes = call[1]
-    key = (call[0], axes if type(axes) is int else _axes_key(axes), *call[2:], nan_mode, layout_key)
+    key = (call[0], _axes_key(call[1]), *call[2:], nan_mode, layout_key)
     try:
         compiled = device.by_call.get(key)
         kept = True

@@ -259,13 +259,13 @@ class CompiledOperator:
             output = self.device.empty(self.output_desc, self.output_spans, readable=self._output_in_place)
         else:
             check_layout(output, self.output_desc, "output")
-        clear = output._buffers if self._clears else None  # (``_clear``, inline: a small call's every step counts)
+        clear = self._clear(output)
         if input._where is not None or output._where is not None:
             self._check_wrapped(input, output)
             if clear and output._where is not None:  # only the tensor's bytes of the caller's buffer
                 clear_now(self.device.runner, clears(output._bindings(), tensor_needs(self.output_desc, self.output_spans)))
                 clear = None
-        steps = self._program._tensors_bound(input, output)[1]  # (``flat_steps``)
+        steps = self._program.flat_steps(input, output)
         self.device.runner.dispatch(steps, clear=clear, reads=self._reads, now=small)
         return output
 

@@ -107,7 +107,7 @@ class Commits:
         """Submit the recorded work now, as a thread alone leads its call (``_lead``), unless a
         submission is under way or a batch waits for one: then it stays recorded for the next.
         Under the lock."""
-        if self._batch is None and not self.leading:
+        if self.idle():
             error = self._lead((), ())
             if error is not None:
                 raise error

@@ -216,8 +216,7 @@ class Memory:
             while returned:  # (a call's output, collected since the last call: taken as it is)
                 buffer = returned.popleft()
                 if buffer.size == size and buffer.usage == usage and runner.usable:
-                    if returned:
-                        self.take_returned()
+                    self.take_returned()
                     return buffer
                 self.free(buffer)
             return self._pools[usage].take(size) or self.create(size, usage)
