@@ -36,7 +36,9 @@ Objects are created through wgpu-py either way, so that their lifetimes stay wgp
   submission of them under way submits its own at once; the calls that arrive while one is
   under way (outside the lock: recording and submitting, in C) make the next batch, which one
   of their threads leads when it is done, with one encoder, one compute pass and one submit
-  for all of them. A batch's threads wait on its own condition, not the lock.
+  for all of them. A batch's threads wait on its own condition, not the lock. A resident
+  call made alone (nothing else recorded, read or submitted: ``dispatch``'s ``now``) is
+  recorded and submitted under the lock (``Commits.submit_alone``).
 - A small output in mappable memory read in place (``Transfers._read_in_place``) is mapped
   from the submit that starts its map to its unmap; wgpu-native aborts the process on a
   submit that uses a mapped buffer. Such buffers are in ``mapped``; a submit whose work
