@@ -41,7 +41,6 @@ else:
 import dask  # noqa: E402
 from dask.local import get_sync  # noqa: E402
 
-import dmlgpu  # noqa: E402
 import dmlgpu.dask as dd  # noqa: E402
 import dmlgpu.dask.numpy as ddn  # noqa: E402
 from dmlgpu.axes import AxisError  # noqa: E402
