@@ -17,6 +17,7 @@ os.environ.setdefault("DMLGPU_TUNE", "0")
 
 import dmlgpu  # noqa: E402
 from dmlgpu.plan import Tuning  # noqa: E402
+from dmlgpu.runtime import programs  # noqa: E402
 from dmlgpu.tuning import SOFTWARE_TUNING  # noqa: E402
 
 
@@ -46,6 +47,23 @@ def cpu_device():
 def any_device(request, device, device_words):
     """Both 64-bit paths; tests on 64-bit data run on each."""
     return device if request.param == "native" else device_words
+
+
+@pytest.fixture
+def many_layouts(monkeypatch):
+    """A randomized test (test_dask_numpy's) reduces some thousand different chunk layouts,
+    round after round; the default device keeps the operators of 64 (and 128 pipelines), for
+    a program's few. Here it keeps them all, so that each compiles once; trimmed back afterwards."""
+    device = dmlgpu.default_device()
+    caches = (device._compiled, device.by_call, device._spans)
+    for cache in caches:
+        monkeypatch.setattr(cache, "size", 1 << 14)
+    monkeypatch.setattr(programs, "KEPT_PIPELINES", 1 << 14)
+    yield
+    monkeypatch.undo()
+    for cache in caches:
+        while len(cache) > cache.size:
+            cache.popitem(last=False)
 
 
 @pytest.fixture(scope="module")

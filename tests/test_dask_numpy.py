@@ -41,11 +41,9 @@ else:
 import dask  # noqa: E402
 from dask.local import get_sync  # noqa: E402
 
-import dmlgpu  # noqa: E402
 import dmlgpu.dask as dd  # noqa: E402
 import dmlgpu.dask.numpy as ddn  # noqa: E402
 from dmlgpu.axes import AxisError  # noqa: E402
-from dmlgpu.runtime import programs  # noqa: E402
 
 from _support import outcome, over_axes  # noqa: E402
 
@@ -325,23 +323,6 @@ WANTED = ({f"type {t}" for t in TYPES} | {f"split_every {s}" for s in (None, 2, 
           | {"keepdims False", "keepdims True", "axis None", "axis int", "axis tuple", "0-d", "size-0 axis", "out",
              "uneven chunks", "empty chunk", "unknown chunks", "ties", "raises at compute", "NaN", "+inf", "-inf",
              "-0.0"})
-
-
-@pytest.fixture
-def many_layouts(monkeypatch):
-    """The randomized test reduces some thousand different chunk layouts, round after round;
-    the default device keeps the operators of 64 (and 128 pipelines), for a program's few.
-    Here it keeps them all, so that each compiles once; trimmed back afterwards."""
-    device = dmlgpu.default_device()
-    caches = (device._compiled, device.by_call, device._spans)
-    for cache in caches:
-        monkeypatch.setattr(cache, "size", 1 << 14)
-    monkeypatch.setattr(programs, "KEPT_PIPELINES", 1 << 14)
-    yield
-    monkeypatch.undo()
-    for cache in caches:
-        while len(cache) > cache.size:
-            cache.popitem(last=False)
 
 
 @pytest.mark.usefixtures("many_layouts")

@@ -79,6 +79,7 @@ def assert_identical(got, want) -> None:
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.usefixtures("many_layouts")  # its layouts' operators outnumber the default device's 64: each compiled once
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_equals_numpy_on_random_calls(dtype):
     """CASES_PER_TYPE calls of each op over LAYOUTS_PER_TYPE layouts (every shape once, each in
