@@ -150,8 +150,7 @@ class Tensor:
         desc = self.desc
         if desc.strides is None and len(self._buffers) == 1:  # packed: its bytes are the array
             out = np.empty(desc.sizes, desc.data_type.numpy)
-            runner.transfers.read_into(self._buffers[0], out.reshape(-1).view(np.uint8),
-                                       0 if self._where is None else self._where[0][0])
+            runner.transfers.read_into(self._buffers[0], out.reshape(-1).view(np.uint8), self._offsets[0])
             return out
         raw = np.empty(desc.total_tensor_size_in_bytes, np.uint8)
         for buffer, offset, (first, nbytes) in zip(self._buffers, self._offsets, self._spans):
