@@ -69,12 +69,8 @@ def _axes_key(axes):
     it but are not valid alike (``True`` and ``1``, ``1.0`` and ``1``: only ints are axes)."""
     if type(axes) is int:
         return axes
-    if type(axes) is tuple:  # (as the bench and Dask pass them; a loop: no generator to make)
-        for a in axes:
-            if type(a) is not int:
-                break
-        else:
-            return axes
+    if type(axes) is tuple and all(type(a) is int for a in axes):  # (as the bench and Dask pass them)
+        return axes
     if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
         return type(axes), axes
     return tuple((type(a), a) for a in axes)
