@@ -43,7 +43,7 @@ from .plan import WORKGROUP_STORAGE, Capabilities, Tuning, Tunings
 from .tensor_desc import TensorDesc
 from .tuning import default_tuning
 from .types import DataType, NanMode
-from .wgsl import passes, reachable, writable_input
+from .wgsl import passes, writable_input
 
 #: The limits the planner reads, by WebGPU's name, with the ``Capabilities`` field each fills
 #: (their defaults, WebGPU's, are ``DEFAULT_CAPABILITIES``'s).
@@ -145,12 +145,19 @@ def capabilities(limits: dict[str, int], software: bool = False) -> Capabilities
 
 @functools.lru_cache(maxsize=64)  # the passes of a schedule's pieces share their texts
 def browser_wgsl(source: str) -> tuple[str, ...]:
-    """A pass's WGSL as a browser compiles it: the top-level items its entry point reaches
-    (``wgsl.reachable``: a declaration and its body each, with comments, indentation and
-    blank lines taken out; joined, they are the text the runner compiles). Raises
-    ``ValueError`` where it names what WebGPU's WGSL lacks (64-bit integers, f16 without its
-    extension, subgroups): a guard, as the planner is asked for none of them."""
-    parts = reachable(source)
+    """A pass's WGSL as a browser compiles it, cut into its top-level items (a declaration and
+    its body each; joined, they are the text), with comments, indentation and blank lines
+    taken out (the module's size). Raises ``ValueError`` where it names what WebGPU's WGSL
+    lacks (64-bit integers, f16 without its extension, subgroups): a guard, as the planner is
+    asked for none of them."""
+    items: list[list[str]] = []
+    for line in source.splitlines():
+        if line[:1].strip() and not line.startswith("}") or not items:
+            items.append([])
+        line = line.split("//", 1)[0].strip()
+        if line:
+            items[-1].append(line + "\n")
+    parts = tuple("".join(item) for item in items if item)
     text = "".join(parts)
     bad = _NOT_IN_BROWSERS.search(text) or _SUBGROUP_BUILTIN.search(text)
     if bad:

@@ -188,48 +188,6 @@ def unroll(text: str) -> str:
     return text
 
 
-#: The name a top-level item declares (after its attributes, e.g. ``@compute``, ``@group(0)``).
-_DECLARES = re.compile(r"\b(?:fn|struct|const|alias|override|var)\b(?:<[^>]*>)?\s+(\w+)")
-_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
-
-
-def items(source: str) -> tuple[str, ...]:
-    """A WGSL text cut into its top-level items (a declaration and its body each), with comments,
-    indentation and blank lines taken out: joined, they are the text's tokens. An item starts
-    where code does at a line's first column, other than a closing brace (the templates indent
-    bodies; ``unroll`` keeps their indentation), unless the line before holds only attributes
-    (``@compute @workgroup_size(WG)``), which belong to the declaration after them."""
-    cut: list[list[str]] = []
-    for line in source.splitlines():
-        code = line.split("//", 1)[0]
-        after_attributes = cut and cut[-1] and cut[-1][-1][0] == "@" and not _DECLARES.search(cut[-1][-1])
-        if not cut or code[:1].strip() and code[0] != "}" and not after_attributes:
-            cut.append([])
-        code = code.strip()
-        if code:
-            cut[-1].append(code + "\n")
-    return tuple("".join(item) for item in cut if item)
-
-
-def reachable(source: str, entry: str = "main") -> tuple[str, ...]:
-    """The items of a WGSL text (``items``) that its entry point uses, directly or through
-    others, in their order, and any item that declares no name: what a pipeline compiles.
-    A pass's text carries whole template modules, of which it uses a part (about half of a
-    suite's bytes); lavapipe compiles what is left about a tenth faster (benchmarks/LOG.md)."""
-    cut = items(source)
-    names = [m.group(1) if (m := _DECLARES.search(item)) else None for item in cut]
-    declared = {name: i for i, name in enumerate(names) if name is not None}
-    kept = {declared[entry]} if entry in declared else set()
-    todo = list(kept)
-    while todo:
-        for word in _WORD.findall(cut[todo.pop()]):
-            i = declared.get(word)
-            if i is not None and i not in kept:
-                kept.add(i)
-                todo.append(i)
-    return tuple(item for i, (item, name) in enumerate(zip(cut, names)) if name is None or i in kept)
-
-
 def params_words(plan: Plan, grid: tuple[int, int, int], merge_pass: bool = False) -> np.ndarray:
     """The uniform ``Params`` of ``common.wgsl`` as 32-bit words, for a pass run on ``grid``.
 

@@ -45,7 +45,7 @@ _FILE = re.compile(r"(?<![\w/.*-])((?:[\w-]+/)*[\w-]+\.(?:py|c|wgsl))\b")
 PURE_ROOMS = ("desc", "tensor_desc", "axes", "types", "errors", "layout", "plan", "tuning", "pieces", "wgsl", "oracle",
               "explainer", "exporter")
 #: What the runtime may import from the rest of the library (the page says so).
-RUNTIME_MAY_IMPORT = {"dmlgpu.errors", "dmlgpu.plan", "dmlgpu.wgsl"}
+RUNTIME_MAY_IMPORT = {"dmlgpu.errors", "dmlgpu.plan"}
 
 
 #: Files of the repository's root the page may name (they are not modules of the package).

@@ -96,7 +96,7 @@ def test_the_module_holds_the_planners_schedule_and_wgsl(call, limits, tuning):
             assert got["grid"] == list(p.grid) and got["params"] == p.params.tolist()
             assert got["reads"] == ("temporary" if p.merging else "input")
             assert got["writes"] == ("temporary" if p.writes_pairs else "output")
-            assert tokens(texts[got["shader"]]) == tokens("".join(wgsl.reachable(p.source)))  # what the runner compiles
+            assert tokens(texts[got["shader"]]) == tokens(p.source)
 
 
 def test_each_buffer_of_a_tensor_asks_its_bytes_in_whole_words_as_the_python_runner_does():
@@ -141,7 +141,7 @@ def test_the_python_runner_on_a_device_of_webgpus_defaults_runs_the_same_passes(
             assert [[p["grid"] for p in piece["passes"]] for piece in plan["pieces"]] == \
                 [[list(p.grid) for p in wgsl.passes(piece.plan)] for piece in op.schedule.pieces]
             assert [tokens(texts[p["shader"]]) for piece in plan["pieces"] for p in piece["passes"]] == \
-                [tokens("".join(wgsl.reachable(source))) for source in op.sources]
+                [tokens(source) for source in op.sources]
         x = np.random.default_rng(1).standard_normal((3, 50000)).astype(np.float32)
         assert dmlgpu.argmax(x, 1, device=device).tolist() == np.argmax(x, 1, keepdims=True).tolist()
     finally:
@@ -173,21 +173,17 @@ def test_no_type_or_builtin_a_browser_lacks_reaches_a_module():
         texts, _ = parsed(export(call))
         for text in texts:
             assert not re.search(r"\b(u64|i64|f16|f64)\b|\bsubgroup[A-Z]\w*\(|\bsubgroup_(size|invocation_id)\b", text)
-    main = "@compute @workgroup_size(1)\nfn main() {\n    let k = f(1u);\n}\n"
     with pytest.raises(ValueError, match="uses u64"):
-        browser_wgsl("alias Key = u64;\nfn f(k: u32) -> Key {\n    return Key(k);\n}\n" + main)
+        browser_wgsl("alias Key = u64;\n")
     with pytest.raises(ValueError, match="uses subgroupMax"):
-        browser_wgsl("fn f(k: u32) -> u32 {\n    return subgroupMax(k);  // pooled\n}\n" + main)
-    browser_wgsl("fn g(k: u32) -> u32 {\n    return subgroupMax(k);\n}\nfn f(k: u32) -> u32 {\n    return k;\n}\n" + main)
+        browser_wgsl("fn f(k: u32) -> u32 {\n    return subgroupMax(k);  // pooled\n}\n")
 
 
-def test_browser_wgsl_keeps_every_token_of_the_items_main_reaches():
-    source = ("// a comment\nconst A = 1u;\nconst B = 2u;\n\nfn f() -> u32 {\n    // inside\n    return A;  // trailing\n}\n"
-              "@compute @workgroup_size(1)\nfn main() {\n    let a = f();\n}\n")
+def test_browser_wgsl_keeps_every_token_and_cuts_items_at_top_level_declarations():
+    source = "// a comment\nconst A = 1u;\n\nfn f() -> u32 {\n    // inside\n    return A;  // trailing\n}\n"
     parts = browser_wgsl(source)
-    assert parts == ("const A = 1u;\n", "fn f() -> u32 {\nreturn A;\n}\n",
-                     "@compute @workgroup_size(1)\nfn main() {\nlet a = f();\n}\n")
-    assert tokens("".join(parts)) == tokens(source.replace("const B = 2u;", ""))
+    assert parts == ("const A = 1u;\n", "fn f() -> u32 {\nreturn A;\n}\n")
+    assert tokens("".join(parts)) == tokens(source)
 
 
 # --- limits ---------------------------------------------------------------------------------------

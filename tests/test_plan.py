@@ -267,22 +267,3 @@ def test_marked_loops_are_written_out_with_constant_indices():
     off = shader_sources(argmax_plan((65536, 4096), [0], tuning=Tuning(unroll=False)))[0]
     marked = sum(template(name).count("// unroll") for name in ("load_quads", "reduce_columns"))
     assert off.count("// unroll") == marked and "const u = " not in off
-
-
-def test_a_pipeline_compiles_only_the_items_its_entry_point_reaches():
-    from dmlgpu.wgsl import items, reachable, shader_sources
-
-    source = ("// a comment\nconst A = 1u;\nconst B = A + 1u;  // trailing\nconst UNUSED = 3u;\n\n"
-              "struct S {\n    x: u32,\n}\n\nfn helper(s: S) -> u32 {\n    // inside\n    return s.x + B;\n}\n\n"
-              "fn dead() -> u32 {\n    return UNUSED;\n}\n\n@compute @workgroup_size(1)\n"
-              "fn main() {\n    let v = helper(S(A));\n}\n")
-    cut = items(source)
-    assert cut[0] == "const A = 1u;\n" and cut[-1] == "@compute @workgroup_size(1)\nfn main() {\nlet v = helper(S(A));\n}\n"
-    assert len(cut) == 7  # the attributes go with main
-    assert reachable(source) == tuple(item for item in cut if "UNUSED" not in item)  # dead goes, and what only it used
-    assert reachable(source, entry="dead") == ("const UNUSED = 3u;\n", "fn dead() -> u32 {\nreturn UNUSED;\n}\n")
-    # A kernel keeps its entry point and the declarations it reads, and drops what it does not
-    text = shader_sources(argmax_plan((64, 1000), [1]))[0]
-    kept = "".join(reachable(text))
-    assert "fn main(" in kept and "var<uniform> params" in kept and "struct Params" in kept
-    assert len(kept) < len("".join(items(text)))

@@ -24,7 +24,6 @@ import numpy as np
 import wgpu
 
 from ..plan import WORKGROUP_STORAGE
-from ..wgsl import reachable
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -96,8 +95,7 @@ class Programs:
         shared layout, ``source`` being a pass's variant for it (``wgsl.writable_input``). It is
         compiled outside the runner's lock, so that other threads' calls go on meanwhile and
         several compile at once (a calibration's candidates do); two threads compiling one text
-        keep the first. What compiles is the part of the text its entry point reaches
-        (``wgsl.reachable``)."""
+        keep the first."""
         runner = self.runner
         with runner.lock:
             runner.check()
@@ -107,7 +105,7 @@ class Programs:
                 return pipeline
         layout = self._layout(shared)[1]
         try:
-            module = runner.device.create_shader_module(code="".join(reachable(source)))
+            module = runner.device.create_shader_module(code=source)
             made = runner.device.create_compute_pipeline(layout=layout, compute={"module": module, "entry_point": "main"})
         except wgpu.GPUError as err:
             raise runner.gpu_error(err) from None
