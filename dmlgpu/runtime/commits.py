@@ -117,13 +117,20 @@ class Commits:
             try:
                 path.submit_calls(pending, ())
             except BaseException as err:
-                for m in remap:
-                    runner.memory.destroy(m.buffer)
-                if isinstance(err, wgpu.GPUError):
-                    raise runner.gpu_error(err) from None
+                failed = self._failed(err, remap)
+                if failed is not err:
+                    raise failed from None
                 raise
             if remap:
                 runner.transfers.remapped(remap)
+
+    def _failed(self, err: BaseException, remap: list) -> BaseException:
+        """A submission failed with ``err``: its write staging to map again (``remap``) is
+        destroyed, and the error to raise returned (a wgpu error as the runner words it)."""
+        runner = self.runner
+        for m in remap:
+            runner.memory.destroy(m.buffer)
+        return runner.gpu_error(err) if isinstance(err, wgpu.GPUError) else err
 
     def _lead_batch(self, batch: _Batch) -> None:
         """Lead the batch waiting (``_batch``) and wake its threads. Under the lock."""
@@ -157,9 +164,7 @@ class Commits:
                 runner.transfers.remapped(remap)
             return None
         except BaseException as err:
-            for m in remap:
-                runner.memory.destroy(m.buffer)
-            return runner.gpu_error(err) if isinstance(err, wgpu.GPUError) else err
+            return self._failed(err, remap)
         finally:
             self.leading = False
             waiting = self._batch
