@@ -72,14 +72,6 @@ class Tuning:
     #: and only those that may win get exact keys; for walks of at least this many quads a
     #: thread (0: never). 64-bit quads (walk_pairs.wgsl) are tested so too, on high words.
     skip_min_quads: int = 8
-    #: reduce_columns: a thread takes this many neighbouring quads of outputs (1 or 2) where
-    #: a kept row holds a whole number of them and the reduction is split (unsplit, a quad a
-    #: thread); splits aim at target_threads / columns_quads. With loops unrolled, one and
-    #: two alike on the H100 (cols 2728 / 2703 GB/s, wide_cols 2813 / 2799), so one.
-    columns_quads: int = 1
-    #: reduce_columns tests each part of a quad against its outputs' bests on raw bits before
-    #: keying it (off: every element is keyed).
-    columns_skip: bool = False
     #: reduce_columns splits: chunk c of S takes rows c, c + S, c + 2S, ..., so that the
     #: threads in flight read neighbouring rows (off: chunk c takes the c-th run of rows;
     #: on the H100, cols +3%, wide_cols +2%, interleaved in one process).
@@ -170,8 +162,6 @@ class Plan:
     subgroups: bool  # segments that fit a subgroup merge with shuffles
     batch: int  # quads a thread of reduce_segments loads at once (0: the one-at-a-time walk)
     skip_test: bool  # in that walk, quads that cannot beat the subgroup's best are skipped
-    column_quads: int  # reduce_columns: neighbouring quads of outputs a thread (1 for the other kernels)
-    column_skip: bool  # reduce_columns: parts of quads that cannot win are skipped
     column_interleave: bool  # reduce_columns: a chunk takes every split-th row
     column_unroll: int  # reduce_columns: rows loaded before any is folded (1 for the other kernels)
     row_stage: bool  # reduce_rows, a block of several rows a thread: results stored through workgroup memory
@@ -391,11 +381,11 @@ def _split(count: int, outputs: int, target: int, min_chunk: int, align: int, mo
 def _kernel(red: ArgReduction, kept: tuple[Dim, ...], reduced: tuple[Dim, ...], tuning: Tuning, in_base: int,
             partials_only: bool, count: int, outputs: int, per_quad: int, columns: int, most: int) -> tuple:
     """Which kernel suits the simplified shape, and how it covers it: (kernel, workgroup
-    size, segment, rows a block, column quads, split, chunk, workgroups). Short packed rows
+    size, segment, rows a block, split, chunk, workgroups). Short packed rows
     go to ``reduce_rows``, contiguous rows to ``reduce_segments``, outer axes whose outputs
     fill quads to ``reduce_columns``, anything else to ``reduce_thread``."""
     wg = tuning.workgroup_size
-    segment, block_rows, column_quads = 1, 0, 1
+    segment, block_rows = 1, 0
     blocks = None if partials_only else row_blocks(red, reduced, kept, tuning, in_base)
     if blocks:  # short packed rows
         kernel = "reduce_rows"
@@ -418,19 +408,14 @@ def _kernel(red: ArgReduction, kept: tuple[Dim, ...], reduced: tuple[Dim, ...], 
         groups = math.ceil(outputs * split / per_workgroup)
     elif columns:
         kernel = "reduce_columns"
-        column_quads = tuning.columns_quads if kept[-1].size % (columns * tuning.columns_quads) == 0 else 1
-        while True:
-            threads = outputs // (columns * column_quads)
-            split, chunk = _split(count, threads, tuning.target_threads // column_quads, tuning.min_chunk_thread, 0, most)
-            if split > 1 or column_quads == 1:
-                break
-            column_quads = 1  # unsplit: a quad a thread
+        threads = outputs // columns  # a quad of outputs a thread
+        split, chunk = _split(count, threads, tuning.target_threads, tuning.min_chunk_thread, 0, most)
         groups = math.ceil(threads * split / wg)
     else:
         kernel = "reduce_thread"
         split, chunk = _split(count, outputs, tuning.target_threads, tuning.min_chunk_thread, per_quad, most)
         groups = math.ceil(outputs * split / wg)
-    return kernel, wg, segment, block_rows, column_quads, split, chunk, groups
+    return kernel, wg, segment, block_rows, split, chunk, groups
 
 
 # Long because its last statement names every field of the Plan it makes; the kernel and its
@@ -457,7 +442,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
     count = math.prod(d.size for d in reduced)
     per_quad = elements_per_quad(red, reduced, kept, in_base)
     columns = outputs_per_quad(red, reduced, kept, in_base)
-    kernel, wg, segment, block_rows, column_quads, split, chunk, groups = _kernel(
+    kernel, wg, segment, block_rows, split, chunk, groups = _kernel(
         red, kept, reduced, tuning, in_base, partials_only, count, outputs, per_quad, columns, most)
     if red.input.data_type.size == 8:  # 64-bit elements: two a 16-byte load where rows allow it
         loader = "load_pair_quads" if per_quad else "load_pairs"
@@ -485,8 +470,6 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         subgroups=caps.subgroups and tuning.subgroups,
         batch=batch,
         skip_test=skip_test,
-        column_quads=column_quads,
-        column_skip=kernel == "reduce_columns" and tuning.columns_skip,
         column_interleave=kernel == "reduce_columns" and tuning.columns_interleave,
         column_unroll=tuning.columns_unroll if kernel == "reduce_columns" else 1,
         row_stage=(tuning.row_stage and kernel == "reduce_rows" and segment == 1 and block_rows > 1
@@ -533,7 +516,7 @@ def family_of(red: ArgReduction, caps: Capabilities, tuning: Tuning = Tuning()) 
     outputs = math.prod(d.size for d in kept)
     count = math.prod(d.size for d in reduced)
     most = max(1, caps.max_storage_binding // (16 * max(1, outputs)))
-    kernel, _wg, _seg, _rows, _cq, split, _chunk, _groups = _kernel(
+    kernel, _wg, _seg, _rows, split, _chunk, _groups = _kernel(
         red, kept, reduced, tuning, 0, False, count, outputs, elements_per_quad(red, reduced, kept),
         outputs_per_quad(red, reduced, kept), most)
     if kernel == "reduce_rows":

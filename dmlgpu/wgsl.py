@@ -84,8 +84,6 @@ def shader_sources(plan: Plan) -> list[str]:
         "ONE_CHUNK": plan.split == 1,
         "BATCH": plan.batch,
         "SKIP_TEST": plan.skip_test,
-        "COLQ": plan.column_quads,
-        "COL_SKIP": plan.column_skip,
         "COL_INTERLEAVE": plan.column_interleave,
         "COL_UNROLL": plan.column_unroll,
         **consts,

@@ -23,12 +23,11 @@ fn key_of_bits4(b: vec4<u32>) -> vec4<u32> {
     return select(k, vec4<u32>(NAN_KEY), magnitude > vec4<u32>(F_INF));
 }
 
-// The skip tests of the batched walk (walk_batched.wgsl) and of reduce_columns: whether a
-// quad (or a lane of it) may hold an element that beats a best of key t, from the raw bits,
-// a few operations a word. Once the best is a positive number (argmax), only a non-negative
-// pattern above the best's beats it: the lane as a signed integer decides. Once it is a
-// negative number (argmin), only a negative pattern of larger magnitude: the lane as an
-// unsigned integer. NaN patterns lie beyond both, so those of one sign pass (their exact
+// The skip test of the batched walk (walk_batched.wgsl): whether a quad may hold an element
+// that beats a best of key t, from the raw bits, a few operations a word. Once the best is a
+// positive number (argmax), only a non-negative pattern above the best's beats it: the lane
+// as a signed integer decides. Once it is a negative number (argmin), only a negative
+// pattern of larger magnitude: the lane as an unsigned integer. NaN patterns lie beyond both, so those of one sign pass (their exact
 // keys then lose); under NAN_PROPAGATE every NaN must pass, and is looked for apart. Any
 // other best (the walk's start, a zero, NaN) lets everything pass. Lanes are compared in a
 // word's top BITS, flipped (QUICK_FLIP) so that unsigned order is the order wanted.
@@ -66,17 +65,6 @@ fn quick_passes(words: vec4<u32>, limit: u32) -> bool {
     var passes = max(max(top.x, top.y), max(top.z, top.w)) >= limit;
     if (NAN_PROPAGATE) {
         passes = passes || any(nan_lanes(words)) || (BITS == 16u && any(nan_lanes(words << vec4<u32>(16u))));
-    }
-    return passes;
-}
-
-// Whether lane p of some word of a quad may beat its own best (reduce_columns: the lanes
-// are neighbouring outputs, `limit` their quick_limit4).
-fn quick_lanes_pass(words: vec4<u32>, p: u32, limit: vec4<u32>) -> bool {
-    let shift = vec4<u32>(32u - BITS * (p + 1u));
-    var passes = any((words ^ vec4<u32>(QUICK_FLIP)) << shift >= limit);
-    if (NAN_PROPAGATE) {
-        passes = passes || any(nan_lanes(words << shift));
     }
     return passes;
 }

@@ -13,12 +13,11 @@ fn key_of_bits4(b: vec4<u32>) -> vec4<u32> {
     return k;
 }
 
-// The skip tests of the batched walk (walk_batched.wgsl) and of reduce_columns: whether a
-// quad (or a lane of it) may hold an element that beats a best of key t. A lane's key is its
-// bits flipped (QUICK_FLIP), so lanes are compared with t's low bits directly: for the walk,
-// 32-bit lanes by their largest, 8- and 16-bit lanes two at a time, every other one in a slot
-// twice as wide, where adding a constant carries into the slot's bit BITS exactly where a
-// lane beats t; for columns, each lane in a word's top BITS against its own best.
+// The skip test of the batched walk (walk_batched.wgsl): whether a quad may hold an element
+// that beats a best of key t. A lane's key is its bits flipped (QUICK_FLIP), so lanes are
+// compared with t's low bits directly: 32-bit lanes by their largest, 8- and 16-bit lanes two
+// at a time, every other one in a slot twice as wide, where adding a constant carries into
+// the slot's bit BITS exactly where a lane beats t.
 
 const QUICK_FLIP: u32 = select(0u, 0xffffffffu, MINIMIZE) ^ (SIGN_FLIP * LANE_ONES);
 const PAIR_ONES: u32 = select(0x00010001u, 1u, BITS == 16u);  // a 1 in each slot
@@ -50,15 +49,4 @@ fn quick_passes(words: vec4<u32>, limit: u32) -> bool {
     let even = (keys & slots) + vec4<u32>(limit);
     let odd = ((keys >> vec4<u32>(SLOT_SHIFT)) & slots) + vec4<u32>(limit);
     return any(((even | odd) & vec4<u32>(CARRY)) != vec4<u32>(0u));
-}
-
-// The columns' limits, for bests of real keys t, in a word's top BITS (wrapping to 0,
-// everything, past the largest key).
-fn quick_limit4(t: vec4<u32>) -> vec4<u32> {
-    let tie = vec4<u32>(select(0u, 1u, INCREASING));
-    return ((t & vec4<u32>(BIT_MASK)) + tie) << vec4<u32>(32u - BITS);
-}
-
-fn quick_lanes_pass(words: vec4<u32>, p: u32, limit: vec4<u32>) -> bool {
-    return any((words ^ vec4<u32>(QUICK_FLIP)) << vec4<u32>(32u - BITS * (p + 1u)) >= limit);
 }

@@ -1131,63 +1131,54 @@ def test_racing_split_leaves_its_words_ready_for_the_next_call(race_device):
     assert compiled(y).ravel().tolist() == np.argmax(y, axis=1).tolist()
 
 
-# --- columns: neighbouring quads a thread, and the skip test per part (reduce_columns) --
+# --- columns: a quad of outputs a thread, split (reduce_columns) ---------------------------
 
 
-COLUMN_TUNINGS = {  # columns_quads, columns_skip, columns_interleave, columns_unroll, race (where the adapter can)
-    "2-quads-skip": (2, True, False, 1, True), "1-quad-skip": (1, True, False, 1, True),
-    "2-quads": (2, False, False, 1, True), "1-quad-interleaved": (1, False, True, 1, True),
-    "2-quads-skip-interleaved": (2, True, True, 1, True), "1-quad-interleaved-unroll3": (1, False, True, 3, True),
-    "2-quads-skip-unroll2": (2, True, False, 2, True), "1-quad-unroll2-merge-pass": (1, False, True, 2, False),
+COLUMN_TUNINGS = {  # columns_interleave, columns_unroll, race (where the adapter can)
+    "runs": (False, 1, True), "runs-unroll2": (False, 2, True), "interleaved": (True, 1, True),
+    "interleaved-unroll3": (True, 3, True), "interleaved-unroll2-merge-pass": (True, 2, False),
 }
 
 
 @pytest.fixture(scope="module", params=list(COLUMN_TUNINGS))
 def columns_device(request):
-    """Chunks of 40 rows and a last one of 21: unrolled walks end on ragged steps; the chunks
+    """290 rows in 7 chunks of 42 (41 or 42 rows when they interleave) and a last one of 38:
+    walks of 2 or 3 rows a step end on ragged steps, and the last chunk is short; the chunks
     race to merge (store_race.wgsl) or leave their pairs to a merge pass."""
     from dmlgpu.plan import Tuning
 
-    quads, skip, interleave, unroll, race = COLUMN_TUNINGS[request.param]
-    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_threads=64, min_chunk_thread=40, columns_quads=quads,
-                                       columns_skip=skip, columns_interleave=interleave, columns_unroll=unroll,
+    interleave, unroll, race = COLUMN_TUNINGS[request.param]
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_threads=64, min_chunk_thread=40,
+                                       columns_interleave=interleave, columns_unroll=unroll,
                                        race_max_chunks=4096 if race else 0))
 
 
 @pytest.mark.parametrize("data_type", SMALL_TYPES, ids=lambda t: t.name)
-def test_columns_with_skip_test(request, columns_device, data_type):
+def test_split_columns(request, columns_device, data_type):
     """Each column one of hard_rows's: ties and specials, rising, falling, equal, extremes,
-    signed zeros, NaN; chunks of 40-odd rows (a split). Every tuning runs every type, keyed
+    signed zeros, NaN; split as the fixture says. Every tuning runs every type, keyed
     by tuning + type: a float case ARGMAX and ARGMIN in opposite directions and NaN modes
     (``half_the_calls``), HARDMAX1 on every other key; an integer case one call
     (``one_call``); so that each tuning and each type meets every op, direction, NaN mode and
     output type. The same calls then run on random columns, sharing their shaders."""
     rng = np.random.default_rng(zlib.crc32(b"columns" + data_type.name.encode()))
-    rows = hard_rows(data_type, 301, rng)
+    rows = hard_rows(data_type, 290, rng)
     per_quad = 16 // data_type.size
-    x = rows[rng.permutation(np.arange(4 * per_quad) % len(rows))].T.copy()  # (301, 4 quads of columns)
+    x = rows[rng.permutation(np.arange(4 * per_quad) % len(rows))].T.copy()  # (290, 4 quads of columns)
     key = fixture_index(request, "columns_device") + SMALL_TYPES.index(data_type)
     calls = half_the_calls(data_type, key, hardmax=key % 2 == 0) if data_type.is_float else one_call(data_type, key)
     plan = plan_of(columns_device, calls[0][0], x, [0], calls[0][1])
-    assert plan.kernel == "reduce_columns" and plan.split > 1
+    assert (plan.kernel, plan.split, plan.chunk) == ("reduce_columns", 7, 42)
     tuning = columns_device.tuning
     assert plan.race == (tuning.race_max_chunks > 0 and columns_device.runner.capabilities.int64_atomics)
-    assert (plan.column_quads, plan.column_skip, plan.column_interleave, plan.column_unroll) == (
-        tuning.columns_quads, tuning.columns_skip, tuning.columns_interleave, tuning.columns_unroll)
-    # Random columns, where the bests climb and most parts are skipped
+    assert (plan.column_interleave, plan.column_unroll) == (tuning.columns_interleave, tuning.columns_unroll)
+    # Random columns, where the bests climb
     noise = rng.standard_t(3, x.shape) * (50 if data_type.is_float else 2**(8 * data_type.size))
     noise = noise.astype(data_type.numpy) if data_type.is_float else noise.astype(np.int64).astype(data_type.numpy)
     for op, kwargs in calls:
         assert_same(*run_both(op, x, 0, columns_device, **kwargs))
         if op != "hardmax":
             assert_same(*run_both(op, noise, 0, columns_device, **kwargs))
-
-
-def test_columns_of_two_quads_need_whole_pairs_of_quads(columns_device):
-    """A kept row of 3 quads: the thread takes one quad, whatever the tuning."""
-    x = tie_values(DataType.FLOAT32, (50, 3, 12), np.random.default_rng(1))
-    assert plan_of(columns_device, "argmax", x, (0, 1), {"axis_direction": "decreasing"}).column_quads == 1
-    assert_same(*run_both("argmax", x, (0, 1), columns_device, axis_direction="decreasing"))
 
 
 @pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)

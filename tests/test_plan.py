@@ -235,18 +235,15 @@ def test_short_rows_of_several_a_thread_store_through_workgroup_memory_where_it_
     assert not argmax_plan((4194304, 64), [1]).row_stage  # a row over two threads
 
 
-def test_columns_take_two_quads_where_a_kept_row_holds_pairs_of_them_and_the_reduction_is_split():
-    two = Tuning(columns_quads=2)
-    cols = argmax_plan((65536, 4096), [0], tuning=two)
-    assert (cols.column_quads, cols.column_skip, cols.column_interleave, cols.split) == (2, False, True, 128)
-    assert argmax_plan((64, 12), [0], tuning=two).column_quads == 1  # 3 quads a row
-    tall = argmax_plan((8, 16777216), [0], tuning=two)  # unsplit: a quad a thread
-    assert (tall.column_quads, tall.split) == (1, 1)
-    one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_skip=True, columns_interleave=False, columns_unroll=2))
-    assert (one.column_quads, one.column_skip, one.column_interleave, one.column_unroll, one.split) == (1, True, False, 2, 128)
-    assert argmax_plan((65536, 4096), [0]).column_quads == 1  # the default
+def test_columns_plans_take_the_tunings_walk_and_other_plans_keep_its_defaults():
+    runs = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_interleave=False, columns_unroll=3))
+    assert (runs.kernel, runs.column_interleave, runs.column_unroll, runs.split) == ("reduce_columns", False, 3, 128)
+    cols = argmax_plan((65536, 4096), [0])
+    assert (cols.column_interleave, cols.column_unroll, cols.split) == (True, 2, 128)  # the defaults
+    tall = argmax_plan((8, 16777216), [0])  # a quad of outputs a thread is work enough: unsplit
+    assert (tall.kernel, tall.split) == ("reduce_columns", 1)
     rows = argmax_plan((4096, 65536), [1], tuning=Tuning(columns_unroll=2))
-    assert (rows.column_quads, rows.column_skip, rows.column_unroll) == (1, False, 1)  # not a columns plan
+    assert (rows.column_interleave, rows.column_unroll) == (False, 1)  # not a columns plan
 
 
 def test_marked_loops_are_written_out_with_constant_indices():
