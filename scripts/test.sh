@@ -12,6 +12,12 @@ bash scripts/setup.sh
 # LLVM's optimisation passes compiles them about a quarter faster and runs the same WGSL, a
 # little slower. Set GALLIVM_PERF (even empty) to choose otherwise. Ignored by GPU drivers.
 export GALLIVM_PERF="${GALLIVM_PERF-nopt}"
+# And with llvmpipe's SIMD 4 lanes wide rather than the 8 of an AVX2 CPU: before Mesa 23 it loads
+# and stores each lane of a vector on its own, behind a branch, so a shader's code grows with its
+# lanes and LLVM's time faster than the code (the suite's costliest shaders compile 1.2-3x
+# faster). Cold, in turns on 2 cores: pytest 169 and 165 s against 176 and 182 s. Shaders see
+# subgroups of 4 lanes rather than 8. Set LP_NATIVE_VECTOR_WIDTH (even empty) to choose otherwise.
+export LP_NATIVE_VECTOR_WIDTH="${LP_NATIVE_VECTOR_WIDTH-128}"
 # Each test file goes whole to one worker (--dist loadfile): its module fixtures (devices of its
 # own tunings, a browser, a Dask cluster) are set up once, and the shaders its tests share are
 # compiled by one worker, not by both at once. Cold, on 2 cores, pytest took 193 s and 191 s where

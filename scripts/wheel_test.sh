@@ -21,6 +21,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo="$(pwd -P)"
 bash scripts/setup.sh
 export GALLIVM_PERF="${GALLIVM_PERF-nopt}"  # as test.sh: lavapipe compiles the shaders without LLVM's optimisations
+export LP_NATIVE_VECTOR_WIDTH="${LP_NATIVE_VECTOR_WIDTH-128}"  # and for 4-lane SIMD, whose shaders compile faster
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 .venv/bin/python -m build --outdir "$work/dist" . >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
