@@ -27,10 +27,11 @@ fn key_of_bits4(b: vec4<u32>) -> vec4<u32> {
 // that beats a best of key t, from the raw bits, a few operations a word. Once the best is a
 // positive number (argmax), only a non-negative pattern above the best's beats it: the lane
 // as a signed integer decides. Once it is a negative number (argmin), only a negative
-// pattern of larger magnitude: the lane as an unsigned integer. NaN patterns lie beyond both, so those of one sign pass (their exact
-// keys then lose); under NAN_PROPAGATE every NaN must pass, and is looked for apart. Any
-// other best (the walk's start, a zero, NaN) lets everything pass. Lanes are compared in a
-// word's top BITS, flipped (QUICK_FLIP) so that unsigned order is the order wanted.
+// pattern of larger magnitude: the lane as an unsigned integer. NaN patterns lie beyond
+// both, so those of one sign pass (their exact keys then lose); under NAN_PROPAGATE every NaN
+// must pass, and is looked for apart. Any other best (the walk's start, a zero, NaN) lets
+// everything pass. Lanes are compared in a word's top BITS, flipped (QUICK_FLIP) so that
+// unsigned order is the order wanted.
 
 const QUICK_FLIP: u32 = select(F_SIGN * LANE_ONES, 0u, MINIMIZE);
 
