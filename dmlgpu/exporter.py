@@ -39,7 +39,8 @@ from .desc import lower
 from .errors import DescriptorError
 from .explainer import DEFAULT_CAPABILITIES, planned
 from .pieces import Schedule, Window, buffer_spans, tensor_needs
-from .plan import WORKGROUP_STORAGE, Capabilities, Tuning, Tunings
+from .kernels.base import WORKGROUP_STORAGE
+from .plan import Capabilities, Tuning, Tunings
 from .tensor_desc import TensorDesc
 from .tuning import default_tuning
 from .types import DataType, NanMode

@@ -30,7 +30,8 @@ import math
 
 from .desc import ArgReduction, TensorDesc
 from .errors import DescriptorError
-from .plan import Capabilities, Plan, Tuning, Tunings, merge_pass, plan, row_major_index_strides, simplify
+from .kernels.merge import merge_pass
+from .plan import Capabilities, Plan, Tuning, Tunings, plan, row_major_index_strides, simplify
 
 Box = tuple[tuple[int, int], ...]  # a range [start, end) per axis
 Grid = tuple[tuple[tuple[int, int], ...], ...]  # the ranges of each axis

@@ -16,38 +16,23 @@ import hashlib
 import json
 import math
 
+from . import kernels
 from .desc import ArgMaxOperatorDesc, ArgReduction, TensorDesc, operator_for
 from .pieces import schedule
 from .plan import Capabilities, Tuning, Tunings, family_of
 from .types import DataType, NanMode
 from .wgsl import shader_sources
 
-#: A CPU adapter's defaults: a thread walks a row (or a chunk of one) alone (``loads_per_thread``
-#: so large that a segment is one thread), workgroups of one SIMD register's lanes, a few
-#: hundred work items at most, rows of more than a few quads on the segments kernel (its loop
-#: is not written out), no workgroup memory between rows, and quads read in 64-bit halves.
-SOFTWARE_TUNING = Tuning(
-    workgroup_size=8, single_output_workgroup_size=8, several_rows_workgroup_size=8,
-    loads_per_thread=1 << 20, target_workgroups=64, min_chunk_per_lane=1024, min_chunk_per_lane_single=1024,
-    target_threads=512, min_chunk_thread=1024, rows_max_bytes=64, row_stage=False, subgroups=False, wide_loads=True,
-)
+#: A CPU adapter's defaults: each family's changes to a GPU's (kernels/*.py's ``SOFTWARE``).
+SOFTWARE_TUNING = Tuning(**kernels.software_changes())
 
 #: What a calibration tries for each family (``plan.family_of``, without its bits): changes to
-#: the adapter's default tuning, the default itself first. On a GPU these are the settings
-#: that interleaved runs found to differ between GPUs or between families (benchmarks/LOG.md);
-#: on a CPU adapter, the GPU's default is a candidate too.
-GPU_CANDIDATES: dict[str, tuple[dict, ...]] = {
-    "rows": ({}, {"workgroup_size": 128}),
-    "short_rows": ({}, {"loads_per_thread": 4}),
-    "few_rows": ({}, {"min_chunk_per_lane": 64}, {"workgroup_size": 128}),
-    "single": ({}, {"single_output_workgroup_size": 256}, {"batch": 4}),
-    "multi_axis": ({}, {"min_chunk_per_lane": 512, "batch": 4}),
-    "columns": ({}, {"columns_unroll": 4}),
-}
-SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
-    family: ({}, {"workgroup_size": 64, "single_output_workgroup_size": 64, "several_rows_workgroup_size": 64})
-    for family in ("rows", "short_rows", "few_rows", "single", "multi_axis", "columns")
-}
+#: the adapter's default tuning, the default itself first, each kernel family's own
+#: (kernels/*.py's ``CANDIDATES``). On a GPU these are the settings that interleaved runs found
+#: to differ between GPUs or between families (benchmarks/LOG.md); on a CPU adapter, the GPU's
+#: default is a candidate too.
+GPU_CANDIDATES = kernels.candidates(software=False)
+SOFTWARE_CANDIDATES = kernels.candidates(software=True)
 
 #: A candidate must beat the default by this fraction to be chosen (timing noise is about 1%).
 MARGIN = 0.02
@@ -84,19 +69,7 @@ def probe(family: str, caps: Capabilities) -> ArgReduction:
     representative of the family (``families`` keeps those whose probe is of its family)."""
     name, bits = family.split("/")
     size = int(bits) // 8
-    nbytes = probe_bytes(caps)
-    short = min(256, default_tuning(caps).rows_max_bytes)  # bytes of a row of short_rows
-    row = min(16384, nbytes // 4096)  # bytes of a row of rows: a few thousand rows, unsplit
-    inner = min(16384, nbytes // 512)  # bytes of an inner row of multi_axis: a few of 256 outputs each
-    shapes = {
-        "rows": ((nbytes // row, row // size), (1,)),
-        "short_rows": ((nbytes // short, short // size), (1,)),
-        "few_rows": ((64, max(1024, min(nbytes // size // 64, 262144))), (1,)),
-        "single": ((nbytes // size,), (0,)),
-        "multi_axis": ((max(2, nbytes // (256 * inner)), 256, inner // size), (0, 2)),
-        "columns": ((max(4, nbytes // 16384), 16384 // size), (0,)),
-    }
-    sizes, axes = shapes[name]
+    sizes, axes = kernels.owner(name).probe_shape(name, probe_bytes(caps), size, default_tuning(caps).rows_max_bytes)
     return ArgMaxOperatorDesc(TensorDesc(DataType.parse(PROBE_TYPES[int(bits)], "data_type"), tuple(sizes)),
                               axes=tuple(axes)).lower()
 

@@ -17,6 +17,7 @@ from importlib import resources
 
 import numpy as np
 
+from . import kernels
 from .plan import MAX_DIMS, Plan
 from .types import DataType, NanMode
 
@@ -99,16 +100,10 @@ def shader_sources(plan: Plan) -> list[str]:
             stores = [_store_part(plan), "store_direct"]
         quads = plan.loader in ("load_quads", "load_pair_quads")
         source = ["src_quads_wide" if plan.wide_loads else "src_quads"] if quads else []
-        passes.append(["common", *keys, *source, plan.loader, "fold", *stores, plan.kernel])
+        kernel = kernels.BY_NAME[plan.kernel]
+        passes.append(["common", *keys, *source, plan.loader, "fold", *stores, *kernel.parts(plan)])
     if plan.merge_kernel:
-        passes.append(["common", *keys, "load_partials", _store_part(plan), plan.merge_kernel])
-    cooperation = ["invocation_subgroups", "tree", "tree_subgroups"] if plan.subgroups else ["invocation", "tree", "tree_only"]
-    for parts in passes:  # kernels whose threads cooperate merge within segments
-        if parts[-1] in ("reduce_segments", "reduce_rows", "merge_partials_workgroup"):
-            parts[-1:-1] = cooperation
-        if parts[-1] == "reduce_segments":  # 64-bit quads: their own walk (two loads, their skip test)
-            walk = "walk_pairs" if plan.loader == "load_pair_quads" else "walk_batched" if plan.batch else "walk_strided"
-            parts[-1:-1] = [walk]
+        passes.append(["common", *keys, "load_partials", _store_part(plan), *kernels.merge.parts(plan)])
     texts = [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
     return [unroll(text) for text in texts] if plan.unroll else texts
 

@@ -43,9 +43,10 @@ _FILE = re.compile(r"(?<![\w/.*-])((?:[\w-]+/)*[\w-]+\.(?:py|c|wgsl))\b")
 
 #: The rooms that the architecture page says import neither wgpu nor the runtime.
 PURE_ROOMS = ("desc", "tensor_desc", "axes", "types", "errors", "layout", "plan", "tuning", "pieces", "wgsl", "oracle",
-              "explainer", "exporter")
+              "explainer", "exporter", "kernels/__init__", "kernels/base", "kernels/rows", "kernels/segments",
+              "kernels/columns", "kernels/thread", "kernels/merge")
 #: What the runtime may import from the rest of the library (the page says so).
-RUNTIME_MAY_IMPORT = {"dmlgpu.errors", "dmlgpu.plan"}
+RUNTIME_MAY_IMPORT = {"dmlgpu.errors", "dmlgpu.plan", "dmlgpu.kernels"}
 
 
 #: Files of the repository's root the page may name (they are not modules of the package).

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import wgpu
 
-from ..plan import WORKGROUP_STORAGE
+from ..kernels.base import WORKGROUP_STORAGE
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -62,7 +62,7 @@ def required_limits(workgroup_size: int) -> dict[str, tuple[int, str]]:
         "max-compute-workgroup-size-x": (workgroup_size, "the planner's Tuning.workgroup_size"),
         "max-compute-invocations-per-workgroup": (workgroup_size, "the planner's Tuning.workgroup_size"),
         "max-compute-workgroup-storage-size": (WORKGROUP_STORAGE, "the workgroup memory the planner lets a "
-                                               "shader declare (plan.WORKGROUP_STORAGE)"),
+                                               "shader declare (kernels.base.WORKGROUP_STORAGE)"),
     }
 
 

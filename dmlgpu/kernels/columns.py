@@ -1,0 +1,67 @@
+"""reduce_columns: reductions over outer axes whose outputs fill 16-byte quads, a quad of
+outputs a thread reading neighbouring addresses row after row (shaders/reduce_columns.wgsl).
+
+Family: ``columns``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING
+
+from .base import Cover, Shape, split
+
+if TYPE_CHECKING:
+    from ..plan import Plan, Tuning
+
+NAME = "reduce_columns"
+READS_QUADS = True  # a quad of outputs a load
+RACES = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    #: reduce_columns splits: chunk c of S takes rows c, c + S, c + 2S, ..., so that the
+    #: threads in flight read neighbouring rows (off: chunk c takes the c-th run of rows;
+    #: on the H100, cols +3%, wide_cols +2%, interleaved in one process).
+    columns_interleave: bool = True
+    #: reduce_columns loads this many rows' quads before folding any (loads in flight a thread):
+    #: 2 against 1 on the H100, seg_classes +2.5%, tall_axis0 +1.6%, cols and wide_cols alike; 4
+    #: costs cols 7%.
+    columns_unroll: int = 2
+
+
+SOFTWARE: dict = {}
+
+CANDIDATES: dict[str, tuple[dict, ...]] = {"columns": ({}, {"columns_unroll": 4})}
+SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
+    "columns": ({}, {"workgroup_size": 64, "single_output_workgroup_size": 64, "several_rows_workgroup_size": 64}),
+}
+
+
+def cover(shape: Shape, tuning: "Tuning") -> Cover | None:
+    """Outputs that share 16-byte loads (``Shape.columns``), split by the thread kernel's
+    settings; None otherwise."""
+    if not shape.columns:
+        return None
+    threads = shape.outputs // shape.columns  # a quad of outputs a thread
+    chunks, chunk = split(shape.count, threads, tuning.target_threads, tuning.min_chunk_thread, 0, shape.most)
+    return Cover(tuning.workgroup_size, chunks, chunk, math.ceil(threads * chunks / tuning.workgroup_size))
+
+
+def family(shape: Shape, cover: Cover) -> str:
+    return "columns"
+
+
+def probe_shape(family: str, nbytes: int, size: int, rows_max_bytes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Rows of 16 KiB reduced over the outer axis, about ``nbytes`` of them."""
+    return (max(4, nbytes // 16384), 16384 // size), (0,)
+
+
+def plan_fields(shape: Shape, cover: Cover, tuning: "Tuning", loader: str) -> dict:
+    return {"column_interleave": tuning.columns_interleave, "column_unroll": tuning.columns_unroll}
+
+
+def parts(plan: "Plan") -> list[str]:
+    return [NAME]
