@@ -34,6 +34,56 @@ def template(name: str) -> str:
     return resources.files("dmlgpu.shaders").joinpath(f"{name}.wgsl").read_text()
 
 
+_COMMENT = re.compile(r"//[^\n]*")
+#: A top-level declaration: a function, struct, alias, constant or module variable (bindings included).
+_DECLARATION = re.compile(r"^(?:@\w+(?:\([^)]*\))?\s+)*(?:fn|struct|alias|const|override|var(?:<[^>]*>)?)\s+(\w+)",
+                          re.MULTILINE)
+
+
+@functools.cache
+def _code(name: str) -> str:
+    return _COMMENT.sub("", template(name))
+
+
+@functools.cache
+def provides(name: str) -> frozenset[str]:
+    """The names ``shaders/<name>.wgsl`` declares at its top level: what it provides a pass."""
+    return frozenset(_DECLARATION.findall(_code(name)))
+
+
+@functools.cache
+def _library() -> dict[str, frozenset[str]]:
+    """Every template of the package, with the names it provides."""
+    names = [f.name[:-len(".wgsl")] for f in resources.files("dmlgpu.shaders").iterdir() if f.name.endswith(".wgsl")]
+    return {n: provides(n) for n in sorted(names)}
+
+
+@functools.cache
+def needs(name: str) -> frozenset[str]:
+    """The names ``shaders/<name>.wgsl`` uses that another template provides: what the pass
+    it is part of must hold a part for."""
+    elsewhere = frozenset().union(*(p for n, p in _library().items() if n != name))
+    return frozenset(re.findall(r"\b[A-Za-z_]\w*\b", _code(name))) & elsewhere - provides(name)
+
+
+def check_parts(parts: list[str], header: frozenset[str] = frozenset()) -> None:
+    """Refuses a pass whose parts provide a name twice, or need a name that none provides
+    (``header``: the constants declared before them), naming the part and the name: what the
+    GPU's compiler would otherwise refuse, with a message about the joined text."""
+    providers = dict.fromkeys(header, "the plan's constants")
+    for part in parts:
+        for name in sorted(provides(part)):
+            if name in providers:
+                raise ValueError(f"{name} is provided twice in a pass: by {providers[name]} and by {part}.wgsl")
+            providers[name] = f"{part}.wgsl"
+    for part in parts:
+        missing = sorted(needs(part) - providers.keys())
+        if missing:
+            where = {n: [t for t, p in _library().items() if n in p] for n in missing}
+            raise ValueError(f"{part}.wgsl needs {', '.join(missing)}, which no part of the pass provides "
+                             f"(parts: {', '.join(parts)}; provided by: {where})")
+
+
 def _literal(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -104,6 +154,8 @@ def shader_sources(plan: Plan) -> list[str]:
         passes.append(["common", *keys, *source, plan.loader, "fold", *stores, *kernel.parts(plan)])
     if plan.merge_kernel:
         passes.append(["common", *keys, "load_partials", _store_part(plan), *kernels.merge.parts(plan)])
+    for parts in passes:
+        check_parts(parts, frozenset(consts))
     texts = [header + "\n\n" + "\n".join(template(p) for p in parts) for parts in passes]
     return [unroll(text) for text in texts] if plan.unroll else texts
 

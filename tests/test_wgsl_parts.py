@@ -1,0 +1,50 @@
+"""A pass's WGSL parts, checked when a shader is assembled: each name one part provides, and every
+name a part needs provided by a part of the same pass. Pure Python: no GPU."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dmlgpu import kernels, wgsl
+from dmlgpu.desc import ArgMaxOperatorDesc, TensorDesc
+from dmlgpu.plan import Capabilities, plan
+
+CAPS = Capabilities(max_storage_binding=1 << 27, max_buffer=1 << 28)
+PLAN = plan(ArgMaxOperatorDesc(TensorDesc("FLOAT32", (5, 3)), axes=[0]).lower(), CAPS)  # reduce_thread, load_packed
+#: The constants a plan declares before the parts.
+HEADER = frozenset(re.findall(r"^const (\w+) =", wgsl.shader_sources(PLAN)[0].split("\n\n")[0], re.MULTILINE))
+PASS = ["common", "key_u32", "key_float", "load_packed", "fold", "store_index32", "store_direct", "reduce_thread"]
+
+
+def test_the_plans_own_pass_passes():
+    assert PLAN.kernel == kernels.thread.NAME and PLAN.loader == "load_packed"
+    wgsl.check_parts(PASS, HEADER)
+
+
+def test_a_missing_part_is_named():
+    with pytest.raises(ValueError, match=r"load_packed.wgsl needs fold_strided, which no part of the pass provides "
+                                         r".*'fold_strided': \['fold'\]"):
+        wgsl.check_parts([p for p in PASS if p != "fold"], HEADER)
+    with pytest.raises(ValueError, match="needs .*WG"):  # the plan's constants count
+        wgsl.check_parts(PASS, HEADER - {"WG"})
+
+
+def test_a_doubled_part_is_named():
+    with pytest.raises(ValueError, match="store_result is provided twice in a pass: by store_direct.wgsl and by "
+                                         "store_partial.wgsl"):
+        wgsl.check_parts(["common", "key_u32", "key_float", "load_packed", "fold", "store_direct", "store_partial",
+                          "reduce_thread"], HEADER)
+
+
+def test_a_kernel_whose_parts_are_wrong_fails_at_assembly(monkeypatch):
+    monkeypatch.setattr(kernels.thread, "parts", lambda plan: ["walk_batched", kernels.thread.NAME])
+    with pytest.raises(ValueError, match="walk_batched.wgsl needs .*PER_QUAD"):  # a walk over quads, without quads
+        wgsl.shader_sources(PLAN)
+
+
+def test_what_a_part_provides_and_needs():
+    assert "store_result" in wgsl.provides("store_direct") and "store_result" in wgsl.needs("reduce_thread")
+    assert "quad" in wgsl.needs("load_quads") and "quad" in wgsl.provides("src_quads")
+    assert "quad" not in wgsl.provides("load_quads")  # called there, declared in src_quads.wgsl
