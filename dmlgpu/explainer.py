@@ -28,15 +28,14 @@ optional features. Pure Python: nothing here opens an adapter or imports wgpu.
 
 Bad input raises a ``DescriptorError`` that names the part of the text, the JSON field or the
 limit at fault (a ``TypeError`` for an argument or field of the wrong kind); so does a schedule
-of more than ``MAX_PIECES`` pieces (a tiny binding limit on a large tensor), which is counted
-and refused before any piece is made.
+of more than ``MAX_PIECES`` pieces (a tiny binding limit on a large tensor), which the
+scheduler refuses as soon as it is sure of it, before any piece is made.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 from typing import Any
 
@@ -52,7 +51,7 @@ from .desc import (
     operator_from_json,
 )
 from .errors import DescriptorError
-from .pieces import Schedule, _partition, _refine, buffer_grid, cell_lengths, schedule
+from .pieces import Schedule, TooManyPieces, schedule
 from .plan import Capabilities, Dim, Plan, Tuning, Tunings, family_of
 from .tuning import default_tuning, tuning_changes
 from .types import AxisDirection, DataType, NanMode
@@ -229,58 +228,6 @@ def _check_limit(name: str, value, least: int, why: str) -> None:
         raise DescriptorError(f"{name} is {value}, but it must be at least {least} bytes: {why}")
 
 
-def piece_count(red, caps: Capabilities, most: int = MAX_PIECES) -> int:
-    """How many pieces ``pieces.schedule`` makes for ``red`` on ``caps``, counted without making
-    any (it mirrors the scheduler's grid: the cells of each tensor's buffers and of the largest
-    windows, cut by halving kept ranges where reduced axes are cut); or some number above
-    ``most`` as soon as the count is sure to exceed it, before any long list is built. A
-    schedule the scheduler refuses counts 1 (it raises quickly)."""
-    binding, align = caps.max_storage_binding, caps.offset_alignment
-    inp, out = red.input, red.output
-    if inp.total_tensor_size_in_bytes <= binding and out.total_tensor_size_in_bytes <= binding:
-        return 1
-    sizes, hardmax = inp.sizes, red.op == "hardmax"
-    reduced = set(red.axes)
-    out_one = set() if hardmax else reduced  # the output's axes of size 1, which its windows do not cut
-    out_strides = tuple(0 if a in out_one else s for a, s in enumerate(out.element_strides))
-
-    def cells(lengths) -> int:
-        return math.prod(-(-n // length) for n, length in zip(sizes, lengths))
-
-    lengths = cell_lengths(sizes, [(inp.element_strides, inp.data_type.size), (out_strides, out.data_type.size)],
-                           (binding - align) & ~15)
-    bound = cells(lengths)
-    for desc in (inp, out):
-        if desc.total_tensor_size_in_bytes > caps.max_buffer:
-            buffer_lengths = cell_lengths(desc.sizes, [(desc.element_strides, desc.data_type.size)], caps.max_buffer & ~15)
-            bound = max(bound, math.prod(-(-n // length) for n, length in zip(desc.sizes, buffer_lengths)))
-    if bound > most:
-        return bound
-    in_parts = buffer_grid(inp, caps)
-    out_parts = [((0, n),) if a in out_one else part for a, (n, part) in enumerate(zip(sizes, buffer_grid(out, caps)))]
-    grid = [_partition(_refine(pi, po), n) for pi, po, n in zip(in_parts, out_parts, lengths)]
-    if all(len(grid[a]) == 1 for a in reduced):
-        return math.prod(len(g) for g in grid)
-    split = math.prod(len(grid[a]) for a in reduced)
-    kept = [a for a in range(len(sizes)) if a not in reduced]
-    per_group = split + (split if hardmax else 1)  # the pieces, then one merge (one per cell for HARDMAX)
-    scratch = min(binding, caps.max_buffer)
-
-    def longest(axis: int) -> int:
-        return max(b - a for a, b in grid[axis])
-
-    while 16 * split * math.prod(longest(k) for k in kept) > scratch:
-        widest = max((k for k in kept if longest(k) > 1), key=longest, default=None)
-        if widest is None:
-            return 1
-        shorter = (longest(widest) + 1) // 2
-        groups = math.prod(len(grid[k]) for k in kept if k != widest) * -(-sizes[widest] // shorter)
-        if groups * per_group > most:
-            return groups * per_group
-        grid[widest] = _partition(grid[widest], shorter)
-    return math.prod(len(grid[k]) for k in kept) * per_group
-
-
 def _dims(dims: tuple[Dim, ...]) -> str:
     if not dims:
         return "none"
@@ -380,13 +327,12 @@ def planned(what, caps: Capabilities, nan_mode=None, tuning: Tuning | Tunings = 
     desc, implied = _describe(what)
     mode = NanMode.parse(nan_mode if nan_mode is not None else implied or NanMode.IGNORE, "nan_mode")
     _check_capabilities(caps)
-    red = lower(desc)
-    pieces = piece_count(red, caps)
-    if pieces > MAX_PIECES:
+    try:
+        return desc, mode, schedule(lower(desc), caps, mode, tuning, most=MAX_PIECES)
+    except TooManyPieces as e:
         raise DescriptorError(
             f"the schedule for these limits (storage binding {caps.max_storage_binding} B, buffer {caps.max_buffer} B) "
-            f"has {pieces} pieces or more, but {command} plans at most {MAX_PIECES}; raise the limits")
-    return desc, mode, schedule(red, caps, mode, tuning)
+            f"has {e.count} pieces or more, but {command} plans at most {MAX_PIECES}; raise the limits") from None
 
 
 def _tuning_line(red, caps: Capabilities, tuning: Tuning | Tunings) -> str:

@@ -196,11 +196,27 @@ class _Tensor:
         return Window(buffer, offset, _round16(rest + span)), rest // self.size
 
 
+class TooManyPieces(DescriptorError):
+    """A schedule would have more pieces than its caller asked for at most (``schedule``'s
+    ``most``); ``count`` is a number of pieces it is sure to reach."""
+
+    def __init__(self, count: int):
+        super().__init__(f"{count} pieces or more")
+        self.count = count
+
+
+def _cells(sizes, lengths) -> int:
+    return math.prod(-(-n // length) for n, length in zip(sizes, lengths))
+
+
 # Long, for one reason: its closures share the partition grid and the tensors' windows, and
 # split into functions each would take most of this one's state as arguments.
-def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning | Tunings = Tuning()) -> Schedule:
+def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning | Tunings = Tuning(),
+             most: int | None = None) -> Schedule:
     """The pieces (and merges) of a reduction on an adapter with these limits. A ``Tunings``
-    gives the whole reduction's family one ``Tuning``, which every piece and merge plans with."""
+    gives the whole reduction's family one ``Tuning``, which every piece and merge plans with.
+    With ``most``, a schedule sure to have more pieces than that raises ``TooManyPieces`` as
+    soon as that is known, before any long list of ranges or pieces is made."""
     if isinstance(tuning, Tunings):
         tuning = tuning.for_reduction(red, caps)
     binding, align = caps.max_storage_binding, caps.offset_alignment
@@ -211,11 +227,24 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning | T
     sizes, hardmax = red.input.sizes, red.op == "hardmax"
     reduced = set(red.axes)
     kept_axes = [a for a in range(len(sizes)) if a not in reduced]
-    inp = _Tensor(red.input, caps, set(), sizes)
-    out = _Tensor(red.output, caps, set() if hardmax else reduced, sizes)
+    out_one = set() if hardmax else reduced  # the output's axes of size 1, which its windows do not cut
+    out_strides = tuple(0 if a in out_one else s for a, s in enumerate(red.output.element_strides))
     # A window starts up to `align` bytes before its cell and ends rounded up to 16 bytes.
     limit = (binding - align) & ~15
-    lengths = list(cell_lengths(sizes, [(inp.strides, inp.size), (out.strides, out.size)], limit))
+    lengths = list(cell_lengths(sizes, [(red.input.element_strides, red.input.data_type.size),
+                                        (out_strides, red.output.data_type.size)], limit))
+
+    def refuse_above(count: int) -> None:
+        if most is not None and count > most:
+            raise TooManyPieces(count)
+
+    refuse_above(_cells(sizes, lengths))
+    for desc in (red.input, red.output):
+        if desc.total_tensor_size_in_bytes > caps.max_buffer:
+            refuse_above(_cells(desc.sizes, cell_lengths(desc.sizes, [(desc.element_strides, desc.data_type.size)],
+                                                          caps.max_buffer & ~15)))
+    inp = _Tensor(red.input, caps, set(), sizes)
+    out = _Tensor(red.output, caps, out_one, sizes)
     grid = [_partition(_refine(pi, po), n) for pi, po, n in zip(inp.partitions, out.partitions, lengths)]
 
     def sub(box: Box) -> ArgReduction:
@@ -230,6 +259,7 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning | T
         return Piece(dataclasses.replace(p, out_base=base, **kw), None, window)
 
     if all(len(grid[a]) == 1 for a in reduced):  # each piece reduces whole slices
+        refuse_above(math.prod(len(g) for g in grid))
         pieces = []
         for box in itertools.product(*grid):
             p, in_window = piece_plan(box)
@@ -243,6 +273,7 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning | T
     def longest(axis: int) -> int:
         return max(b - a for a, b in grid[axis])
 
+    per_group = cells + (cells if hardmax else 1)  # the pieces, then one merge (one per cell for HARDMAX)
     while 16 * cells * math.prod(longest(k) for k in kept_axes) > scratch_limit:
         widest = max((k for k in kept_axes if longest(k) > 1), key=longest, default=None)
         if widest is None:
@@ -250,7 +281,11 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning | T
                 f"input_tensor is cut into {cells} pieces along its reduced axes; their partial pairs "
                 f"({16 * cells} bytes per output) exceed what this adapter binds at once ({scratch_limit})"
             )
-        grid[widest] = _partition(grid[widest], (longest(widest) + 1) // 2)
+        shorter = (longest(widest) + 1) // 2
+        refuse_above(math.prod(len(grid[k]) for k in kept_axes if k != widest) * -(-sizes[widest] // shorter)
+                     * per_group)
+        grid[widest] = _partition(grid[widest], shorter)
+    refuse_above(math.prod(len(grid[k]) for k in kept_axes) * per_group)
     if hardmax and _span(red.output.element_strides, 1, sizes) > 2**32:
         raise DescriptorError(
             f"output_tensor spans {_span(red.output.element_strides, 1, sizes)} elements; a HARDMAX whose "

@@ -11,8 +11,8 @@ import pytest
 import dmlgpu
 from dmlgpu import cli
 from dmlgpu.desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc, lower
-from dmlgpu.explainer import DEFAULT_CAPABILITIES, MAX_PIECES, explain, parse_call, piece_count, with_limits
-from dmlgpu.pieces import schedule
+from dmlgpu.explainer import DEFAULT_CAPABILITIES, MAX_PIECES, explain, parse_call, with_limits
+from dmlgpu.pieces import TooManyPieces, schedule
 from dmlgpu.plan import Capabilities, Tuning
 from dmlgpu.types import AxisDirection, DataType, NanMode
 from dmlgpu.wgsl import shader_sources
@@ -185,11 +185,16 @@ def test_a_schedule_of_too_many_pieces_is_refused_at_once():
     ("argmax int8 (142, 286) axis=0", 16384, 4096), ("argmin int64 (9, 40, 30) axis=(0, 2)", 2048, 256),
     ("argmax float16 (1000, 3) strides=(64, 1) axis=0", 4096, 1 << 20),
 ])
-def test_piece_count_is_the_schedules(call, binding, buffer):
-    """explain's count of pieces (made without making them) is the scheduler's own."""
+def test_a_schedule_refuses_more_pieces_than_asked(call, binding, buffer):
+    """The count explain refuses by is the scheduler's own: a schedule of n pieces is made with
+    most=n and refused with most=n-1, naming a count above it."""
     caps = with_limits(DEFAULT_CAPABILITIES, binding, buffer)
     red = lower(parse_call(call)[0])
-    assert piece_count(red, caps, most=1 << 30) == len(schedule(red, caps, NanMode.IGNORE, Tuning()).pieces)
+    n = len(schedule(red, caps, NanMode.IGNORE, Tuning()).pieces)
+    assert len(schedule(red, caps, NanMode.IGNORE, Tuning(), most=n).pieces) == n
+    with pytest.raises(TooManyPieces) as refused:
+        schedule(red, caps, NanMode.IGNORE, Tuning(), most=n - 1)
+    assert n - 1 < refused.value.count <= n
 
 
 def test_cli_bad_files_flags_and_adapters(capsys, tmp_path):
