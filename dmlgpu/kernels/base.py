@@ -35,8 +35,8 @@ class Settings:
 
     workgroup_size: int = 256
     #: Contiguous rows get threads enough that each makes this many loads (a power of two,
-    #: at most a workgroup of threads per row). With loops unrolled, 8 against 4 on the H100:
-    #: rows of 256 FLOAT32 +14%, of 64 +11% (2: -19%, -16%); long rows take 256 threads either way.
+    #: at most a workgroup of threads per row): enough loads in flight a thread without
+    #: leaving short rows to few threads (benchmarks/LOG.md, "The settings' measurements").
     loads_per_thread: int = 8
     #: Merge within subgroups with shuffles where the adapter has them (off: the tree alone).
     subgroups: bool = True

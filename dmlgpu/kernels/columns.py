@@ -24,11 +24,10 @@ RACES = True
 class Settings:
     #: reduce_columns splits: chunk c of S takes rows c, c + S, c + 2S, ..., so that the
     #: threads in flight read neighbouring rows (off: chunk c takes the c-th run of rows;
-    #: on the H100, cols +3%, wide_cols +2%, interleaved in one process).
+    #: benchmarks/LOG.md, "The settings' measurements").
     columns_interleave: bool = True
-    #: reduce_columns loads this many rows' quads before folding any (loads in flight a thread):
-    #: 2 against 1 on the H100, seg_classes +2.5%, tall_axis0 +1.6%, cols and wide_cols alike; 4
-    #: costs cols 7%.
+    #: reduce_columns loads this many rows' quads before folding any (loads in flight a thread,
+    #: against registers; benchmarks/LOG.md, "The settings' measurements").
     columns_unroll: int = 2
 
 

@@ -27,9 +27,8 @@ class Settings:
     merge_workgroup_below: int = 256
     #: A segments or columns split of at most this many chunks runs in one dispatch where the
     #: adapter has 64-bit atomics: its work items race to merge their pairs and the last of an
-    #: output's stores the winner (0: always a merge pass). On the H100, interleaved: all_1gib
-    #: (4096 chunks) 2575 GB/s racing against 2482 with a merge pass, 256 and 16384 otherwise
-    #: alike; cols (128 chunks) 2880 against 2769.
+    #: output's stores the winner (0: always a merge pass), which spares a dispatch and the
+    #: pairs' round trip through memory (benchmarks/LOG.md, "The settings' measurements").
     race_max_chunks: int = 4096
 
 

@@ -29,20 +29,18 @@ class Settings:
     #: (or a segment a row), workgroups striding over the rows (0: the segments kernel).
     rows_max_bytes: int = 1024
     #: At most this many workgroups for reduce_rows; each then strides over several tiles of
-    #: rows (0: a workgroup a tile). 16384 against 4096 on the H100, interleaved: rows of 8,
-    #: 64 and 256 FLOAT32 +3-4%.
+    #: rows (0: a workgroup a tile), so that no workgroup is spent on a few rows (benchmarks/LOG.md, "The settings' measurements").
     rows_groups: int = 16384
-    #: reduce_rows takes only rows of whole quads (off: blocks of rows too). Rows of 3 FLOAT32
-    #: on the H100 ran at 1322 GB/s in the segments kernel against 1135 in blocks of 4 rows
-    #: while the blocks' arrays lived in memory; with loops unrolled, 1329 against 1542.
+    #: reduce_rows takes only rows of whole quads (off: blocks of rows too, which its unrolled
+    #: loops keep in registers; benchmarks/LOG.md, "The settings' measurements").
     rows_whole_quads: bool = False
     #: reduce_rows: rows of at most loads_per_thread quads go a block to a thread, a block
-    #: being as many rows as make about this many quads (rows of 8 FLOAT32, 2 quads: one row
-    #: a thread with 2 or 1, two rows with 4: 1720 / 1718 / 1327 GB/s on the H100).
+    #: being as many rows as make about this many quads: loads in flight against the rows a
+    #: thread must key (benchmarks/LOG.md, "The settings' measurements").
     rows_block_loads: int = 2
     #: reduce_rows with several rows a thread (their results stored through workgroup memory)
-    #: takes workgroups of at most this many threads: rows of 3 FLOAT32 on the H100, 2151 GB/s
-    #: with 128 against 2034 with 256 (interleaved), and 128 leaves room to stage 8 rows a thread.
+    #: takes workgroups of at most this many threads, which leaves room to stage 8 rows a
+    #: thread (benchmarks/LOG.md, "The settings' measurements").
     several_rows_workgroup_size: int = 128
     #: reduce_rows with several rows a thread may store a tile's results through workgroup
     #: memory (staged_rows_fit) so that consecutive threads store consecutive rows (off: each
@@ -92,8 +90,7 @@ def row_blocks(shape: Shape, tuning: "Tuning") -> tuple[int, int] | None:
 def staged_rows_fit(wg: int, block_rows: int) -> bool:
     """Whether reduce_rows may store a tile's results through workgroup memory: a pair (8
     bytes) a row, beside the tree's pair a thread (tree.wgsl), within WORKGROUP_STORAGE.
-    Staged, consecutive threads store consecutive rows: rows of 3 FLOAT32 (4 rows a thread)
-    on the H100, 2029 GB/s against 1581 with each thread storing its own four."""
+    Staged, consecutive threads store consecutive rows (benchmarks/LOG.md, "The settings' measurements": ``row_stage``)."""
     return wg * (block_rows + 1) * 8 <= WORKGROUP_STORAGE
 
 

@@ -25,25 +25,19 @@ RACES = True  # a split's work items may race to merge their pairs
 @dataclasses.dataclass(frozen=True)
 class Settings:
     #: Workgroups of at most this many threads where one output reduces contiguous elements
-    #: (one long row, or all of a tensor): more workgroups share the SMs. 128 against 256 on
-    #: the H100, interleaved: all_1gib 3008 / 2918 GB/s, (1, 151936) 7.5 / 7.7 us.
+    #: (one long row, or all of a tensor): more workgroups share the multiprocessors (benchmarks/LOG.md, "The settings' measurements").
     single_output_workgroup_size: int = 128
-    #: Split reductions until this many workgroups (segments kernel) or threads (thread
-    #: kernel) are in flight, but not into chunks shorter than the minimum. A single long row
-    #: (1, 151936) is split into chunks of a few elements a lane: about 300 workgroups of 128
-    #: threads, a quad a thread, enough for every SM (7.5 us on the H100, against 23.8 in 18
-    #: chunks of 32 a lane); several rows keep chunks of 128 a lane (interleaved on the H100, elements
-    #: a lane 32 / 64 / 128 / 256 / 512: (64, 151936) FLOAT16 35.2 / 27.4 / 25.1 / 32.8 /
-    #: 43.8 us, where each output's chunks race; (64, 256, 4096) over {0, 2} 1832 / 1829 /
-    #: 2004 / 1880 / 1981 GB/s).
+    #: Split reductions until this many workgroups are in flight, but not into chunks shorter
+    #: than the minimum a lane: a single long row (1, 151936) into chunks of a few elements a
+    #: lane, a quad a thread, so that every multiprocessor has work; several rows into chunks
+    #: of 128 a lane (benchmarks/LOG.md, "The settings' measurements").
     target_workgroups: int = 4096
     min_chunk_per_lane: int = 128
     min_chunk_per_lane_single: int = 4
     #: The segments kernel's walk over 16-byte quads: each thread loads this many quads before
     #: it folds them (loads in flight), and carries multi-axis offsets without divisions
-    #: (0: the walk before, one quad at a time, an offset's division per quad). With loops
-    #: unrolled, 2 against 1 on the H100: rows +2%, axes02 +6%, FLOAT16 +5%, all_1gib -2%;
-    #: 4 costs INT8 25%.
+    #: (0: the walk before, one quad at a time, an offset's division per quad). More loads in
+    #: flight against registers, which cost occupancy (benchmarks/LOG.md, "The settings' measurements").
     batch: int = 2
     #: In that walk, quads are first tested against the best key of the thread's subgroup
     #: (shared after every batch where a subgroup lies in one segment, else the thread's own),

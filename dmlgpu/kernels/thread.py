@@ -23,8 +23,7 @@ RACES = False
 @dataclasses.dataclass(frozen=True)
 class Settings:
     #: Split reductions until this many threads are in flight (reduce_thread, reduce_columns),
-    #: but not into chunks shorter than ``min_chunk_thread``.
-    #: (Columns: 2^17 threads against 2^18, racing, on the H100: cols 2880 / 2811 GB/s.)
+    #: but not into chunks shorter than ``min_chunk_thread`` (benchmarks/LOG.md, "The settings' measurements").
     target_threads: int = 2**17
     min_chunk_thread: int = 64
 
