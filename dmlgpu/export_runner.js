@@ -43,21 +43,23 @@ export async function requestDevice(adapterOptions = {}) {
 }
 
 /**
- * The pipeline of a WGSL text, made once per device for every dmlgpu module on it. Binding 4 is
- * the input's range again, which a pass reading it in 16-byte quads declares as words (a range
- * may end inside a quad). `shared`: for a pass whose input and output lie in one buffer (WebGPU
- * refuses a buffer bound read-only and writable in one dispatch), the text being the pass's
- * variant whose input is declared read_write and bound once (two writable bindings must not
- * overlap), binding 4 then a small buffer no shader declares; made at once on first use.
+ * The pipeline of a WGSL text, made once per device for every dmlgpu module on it, its layout
+ * made from the plan's slots (`operator.bindings`: [binding, slot, type] each; the slot
+ * "input_words" is the input's range again, which a pass reading it in 16-byte quads declares as
+ * words, a range may end inside a quad). `shared`: for a pass whose input and output lie in one
+ * buffer (WebGPU refuses a buffer bound read-only and writable in one dispatch), the text being
+ * the pass's variant whose input is declared read_write and bound once (two writable bindings
+ * must not overlap), its input slot then writable and "input_words" a small buffer no shader
+ * declares; made at once on first use.
  */
 function pipeline(device, text, shared = false) {
   const cache = device[Symbol.for("dmlgpu.pipelines")] ??= new Map();
   const key = (shared ? "shared\n" : "") + text;
   if (cache.has(key)) return cache.get(key);
-  const entry = (type) => ({ visibility: GPUShaderStage.COMPUTE, buffer: { type } });
   const group = device.createBindGroupLayout({
-    entries: [entry("uniform"), entry(shared ? "storage" : "read-only-storage"), entry("storage")]
-      .map((e, binding) => ({ binding, ...e })).concat({ binding: 4, ...entry("read-only-storage") }),
+    entries: operator.bindings.map(([binding, slot, type]) => ({
+      binding, visibility: GPUShaderStage.COMPUTE, buffer: { type: shared && slot === "input" ? "storage" : type },
+    })),
   });
   const module = device.createShaderModule({ code: text });
   const descriptor = { layout: device.createPipelineLayout({ bindGroupLayouts: [group] }), compute: { module } };
@@ -149,9 +151,12 @@ class CompiledOperator {
       const shared = read[0] === written[0];
       const made = shared ? pipeline(device, SHADERS[pass.sharedShader], true) : this.#pipelines[pass.shader];
       const noInput = () => device[Symbol.for("dmlgpu.noInput")] ??= device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
-      const again = shared ? [noInput(), 0, 16] : read;
-      const entries = [[this.#uniforms[i][j], 0, pass.params.length * 4], read, written, again]
-        .map(([buffer, offset, size], k) => ({ binding: k < 3 ? k : 4, resource: { buffer, offset, size } }));
+      const bound = { params: [this.#uniforms[i][j], 0, pass.params.length * 4], input: read, output: written,
+        input_words: shared ? [noInput(), 0, 16] : read };
+      const entries = operator.bindings.map(([binding, slot]) => {
+        const [buffer, offset, size] = bound[slot];
+        return { binding, resource: { buffer, offset, size } };
+      });
       return [made.pipeline, device.createBindGroup({ layout: made.group, entries }), pass.grid];
     }));
     return this.#last = { key, clears, steps, outs };

@@ -39,8 +39,8 @@ from .desc import lower
 from .errors import DescriptorError
 from .explainer import DEFAULT_CAPABILITIES, planned
 from .pieces import Schedule, Window, buffer_spans, tensor_needs
-from .kernels.base import WORKGROUP_STORAGE
-from .plan import Capabilities, Tuning, Tunings
+from .kernels.base import SLOTS, WORKGROUP_STORAGE
+from .plan import Capabilities, Tuning, Tunings, Writes
 from .tensor_desc import TensorDesc
 from .tuning import default_tuning
 from .types import DataType, NanMode
@@ -88,7 +88,7 @@ _TYPED_ARRAYS = {
 }
 #: The version of what a module holds (its first line says it): raised when the plan's data
 #: changes shape, so that a page can tell which runner it has.
-FORMAT = 1
+FORMAT = 2
 
 
 def _camel(name: str) -> str:
@@ -233,7 +233,7 @@ def module_data(desc, mode: NanMode, sched: Schedule, caps: Capabilities,
                           "sharedShader": shaders.setdefault(shared, len(shaders)), "grid": list(p.grid),
                           "params": [int(w) for w in p.params],
                           "reads": "temporary" if p.merging else "input",
-                          "writes": "temporary" if p.writes_pairs else "output"})
+                          "writes": "temporary" if p.writes is Writes.PAIRS else "output"})
         pieces.append({"input": _window(piece.input), "output": _window(piece.output), "passes": steps})
     from . import __version__
 
@@ -245,6 +245,9 @@ def module_data(desc, mode: NanMode, sched: Schedule, caps: Capabilities,
         "plannedFor": {"limits": limits, "software": caps.software},
         "limits": needed,
         "features": [],
+        # Every pass's bindings: [binding, slot, WebGPU's type], the race words left out (no plan
+        # here races: the guard above).
+        "bindings": [[s.binding, s.name, s.kind] for s in SLOTS if s.name != "race"],
         "input": _tensor(red.input, caps),
         "output": _tensor(red.output, caps),
         "clearsOutput": sched.pieces[0].plan.clears_output,

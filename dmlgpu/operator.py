@@ -20,7 +20,7 @@ from .caches import LruCache
 from .desc import TensorDesc, lower
 from .errors import DataError
 from .pieces import Schedule, buffer_spans, schedule, tensor_needs
-from .plan import Plan, Tuning
+from .plan import Plan, Tuning, Writes
 from .runtime.interrupts import interrupts_held
 from .runtime.kits import IN_PLACE_OUTPUT_MAX, Kit
 from .runtime.native import Steps
@@ -66,12 +66,12 @@ class Program:
         self._steps = LruCache(BOUND_KEPT)
 
     def _passes(self, p: Plan) -> list:
-        """(pipeline, WGSL, parameters, grid, reads partial pairs, writes partial pairs, races) per pass."""
+        """(pipeline, WGSL, parameters, grid, reads partial pairs, what it writes) per pass."""
         programs = self.runner.programs
         passes = wgsl.passes(p)
         self.sources += [s.source for s in passes]
-        return [(programs.pipeline(s.source), s.source, programs.uniform(s.params), s.grid, s.merging, s.writes_pairs,
-                 s.races) for s in passes]
+        return [(programs.pipeline(s.source), s.source, programs.uniform(s.params), s.grid, s.merging, s.writes)
+                for s in passes]
 
     def steps(self, input: Tensor, output: Tensor) -> list:
         """Per piece, its passes bound to its windows of the input and output (and the scratch
@@ -121,13 +121,14 @@ class Program:
         for in_window, out_window, passes in self.pieces:
             src, dst = window(inputs, in_window), window(outputs, out_window)
             steps = []
-            for pipeline, source, params, grid, merging, writes_pairs, races in passes:
-                read, written = scratch if merging else src, scratch if writes_pairs else dst
+            for pipeline, source, params, grid, merging, writes in passes:
+                read, written = scratch if merging else src, scratch if writes is Writes.PAIRS else dst
                 # one buffer read and written (programs.py says how)
                 shared = read is not None and written is not None and read[0] is written[0]
                 if shared:
                     pipeline = programs.pipeline(wgsl.writable_input(source), shared=True)
-                steps.append((pipeline, programs.bind(params, read, written, self.race if races else None, shared), grid))
+                race = self.race if writes is Writes.RACE else None
+                steps.append((pipeline, programs.bind(params, read, written, race, shared), grid))
             by_piece.append(steps)
         return by_piece
 

@@ -8,6 +8,7 @@ so every decision can be tested on a machine without a GPU.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 
 from . import kernels
@@ -53,6 +54,15 @@ class Dim:
     in_stride: int
     out_stride: int
     index_stride: int = 0
+
+
+class Writes(enum.Enum):
+    """What a pass writes: the one decision from which its store modules (``wgsl``), its
+    bindings (``wgsl.passes``) and its scratch (``Plan``) follow."""
+
+    RESULT = "the result, into the output (store_direct.wgsl)"
+    PAIRS = "partial (key, index) pairs, into the scratch, for a merge (store_partial.wgsl)"
+    RACE = "partial pairs merged in 64-bit atomic words; the last work item of an output stores the result (store_race.wgsl)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +137,13 @@ class Plan:
         return False
 
     @property
+    def writes(self) -> Writes:
+        """What the first pass writes; a merge pass writes the result."""
+        if self.race:
+            return Writes.RACE
+        return Writes.PAIRS if self.split > 1 or self.partials_only else Writes.RESULT
+
+    @property
     def clears_output(self) -> bool:
         """HARDMAX zeroes its output, then writes a 1 per slice."""
         return self.op == "hardmax"
@@ -134,7 +151,7 @@ class Plan:
     @property
     def race_bytes(self) -> int:
         """Scratch for a racing first pass: a 64-bit word and a count per output (16 bytes)."""
-        return 16 * self.output_count if self.race else 0
+        return 16 * self.output_count if self.writes is Writes.RACE else 0
 
     @property
     def partial_bytes(self) -> int:

@@ -18,7 +18,8 @@ from importlib import resources
 import numpy as np
 
 from . import kernels
-from .plan import MAX_DIMS, Plan
+from .kernels.base import SLOT
+from .plan import MAX_DIMS, Plan, Writes
 from .types import DataType, NanMode
 
 _FLOAT_BITS = {  # sign bit, magnitude mask, +inf
@@ -142,12 +143,8 @@ def shader_sources(plan: Plan) -> list[str]:
     header = "\n".join(f"const {name} = {_literal(value)};" for name, value in consts.items())
     passes = []
     if plan.kernel:
-        if plan.race:
-            stores = [_store_part(plan), "store_race"]
-        elif plan.split > 1 or plan.partials_only:
-            stores = ["store_partial"]
-        else:
-            stores = [_store_part(plan), "store_direct"]
+        stores = {Writes.RACE: [_store_part(plan), "store_race"], Writes.PAIRS: ["store_partial"],
+                  Writes.RESULT: [_store_part(plan), "store_direct"]}[plan.writes]
         quads = plan.loader in ("load_quads", "load_pair_quads")
         source = ["src_quads_wide" if plan.wide_loads else "src_quads"] if quads else []
         kernel = kernels.BY_NAME[plan.kernel]
@@ -160,22 +157,23 @@ def shader_sources(plan: Plan) -> list[str]:
     return [unroll(text) for text in texts] if plan.unroll else texts
 
 
-_READ_INPUT = "@group(0) @binding(1) var<storage, read> "
+_READ_INPUT = f"@group(0) @binding({SLOT['input'].binding}) var<storage, read> "
 #: The modules that bind the input as quads, and again as words (binding 4).
 QUAD_SOURCES = ("src_quads", "src_quads_wide")
 
 
 def writable_input(source: str) -> str:
-    """A pass's WGSL for the shared layout (``runtime/programs.py``: its input in a buffer the
+    """A pass's WGSL for the shared layout (``kernels.base.layout``: its input in a buffer the
     pass writes), its input declared ``read_write`` and bound once: a pass that reads quads
     takes ``src_words.wgsl`` in place of ``src_quads*.wgsl``, whose second binding of the
-    input (binding 4) would overlap the first, which WebGPU refuses of writable bindings."""
+    input (the slot ``input_words``) would overlap the first, which WebGPU refuses of writable
+    bindings."""
     for name in QUAD_SOURCES:
         if template(name) in source:
             return source.replace(template(name), template("src_words"))
     if source.count(_READ_INPUT) != 1:
         raise ValueError("a pass's WGSL declares its input once, as " + repr(_READ_INPUT.strip()))
-    return source.replace(_READ_INPUT, "@group(0) @binding(1) var<storage, read_write> ")
+    return source.replace(_READ_INPUT, _READ_INPUT.replace(", read>", ", read_write>"))
 
 
 _CONST = re.compile(r"^const (\w+)(?:: u32)? = ([^;]+);", re.MULTILINE)
@@ -267,8 +265,7 @@ class Pass:
     grid: tuple[int, int, int]
     params: np.ndarray  # the uniform Params words (params_words)
     merging: bool  # reads the partial pairs (the scratch) in place of the input
-    writes_pairs: bool  # writes partial pairs to the scratch in place of the output
-    races: bool  # binds the race words (binding 3)
+    writes: Writes  # partial pairs go to the scratch in place of the output; a race binds the race words
 
 
 def passes(plan: Plan) -> list[Pass]:
@@ -277,6 +274,6 @@ def passes(plan: Plan) -> list[Pass]:
     out = []
     for i, (source, grid) in enumerate(zip(shader_sources(plan), grids)):
         merging = not plan.kernel or i == 1
-        writes_pairs = not merging and (plan.partials_only or (plan.split > 1 and not plan.race))
-        out.append(Pass(source, grid, params_words(plan, grid, merging), merging, writes_pairs, plan.race and not merging))
+        out.append(Pass(source, grid, params_words(plan, grid, merging), merging,
+                        Writes.RESULT if merging else plan.writes))
     return out

@@ -20,7 +20,7 @@ from dmlgpu.errors import DescriptorError
 from dmlgpu.exporter import PASS_LIMITS, PLANNED_LIMITS, browser_wgsl, capabilities, export, limits_from
 from dmlgpu.explainer import DEFAULT_CAPABILITIES, parse_call
 from dmlgpu.pieces import buffer_spans, schedule, tensor_needs
-from dmlgpu.plan import Tuning
+from dmlgpu.plan import Tuning, Writes
 from dmlgpu.tuning import SOFTWARE_TUNING
 from dmlgpu.types import NanMode
 
@@ -95,7 +95,7 @@ def test_the_module_holds_the_planners_schedule_and_wgsl(call, limits, tuning):
         for got, p in zip(piece["passes"], passes):
             assert got["grid"] == list(p.grid) and got["params"] == p.params.tolist()
             assert got["reads"] == ("temporary" if p.merging else "input")
-            assert got["writes"] == ("temporary" if p.writes_pairs else "output")
+            assert got["writes"] == ("temporary" if p.writes is Writes.PAIRS else "output")
             assert tokens(texts[got["shader"]]) == tokens(p.source)
 
 

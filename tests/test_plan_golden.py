@@ -21,7 +21,7 @@ import pytest
 
 from dmlgpu.desc import lower
 from dmlgpu.explainer import DEFAULT_CAPABILITIES, explain_schedule, planned
-from dmlgpu.plan import Capabilities, Tuning, Tunings, family_of
+from dmlgpu.plan import Capabilities, Tuning, Tunings, Writes, family_of
 from dmlgpu.tuning import SOFTWARE_TUNING
 from dmlgpu.types import NanMode
 from dmlgpu.wgsl import passes
@@ -101,7 +101,8 @@ def digest(call: str, caps_name: str, tuning_name: str, nan: NanMode) -> str:
     parts = [explain_schedule(desc, sched, caps, mode, caps_name)]
     for piece in sched.pieces:
         for p in passes(piece.plan):
-            parts.append(f"{p.grid} {p.merging} {p.writes_pairs} {p.races} {p.params.tobytes().hex()}")
+            pairs, race = p.writes is Writes.PAIRS, p.writes is Writes.RACE
+            parts.append(f"{p.grid} {p.merging} {pairs} {race} {p.params.tobytes().hex()}")
     parts.append(family_of(lower(desc), caps, tuning.default if isinstance(tuning, Tunings) else tuning))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 

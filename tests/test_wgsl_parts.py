@@ -48,3 +48,20 @@ def test_what_a_part_provides_and_needs():
     assert "store_result" in wgsl.provides("store_direct") and "store_result" in wgsl.needs("reduce_thread")
     assert "quad" in wgsl.needs("load_quads") and "quad" in wgsl.provides("src_quads")
     assert "quad" not in wgsl.provides("load_quads")  # called there, declared in src_quads.wgsl
+
+
+def test_one_table_of_bindings():
+    """The runtime's layouts, the read-write variant of a pass and an exported module's layout
+    are all made from ``kernels.base.SLOTS``."""
+    from dmlgpu.exporter import export
+    from dmlgpu.kernels.base import SLOT, SLOTS, layout
+    from dmlgpu.runtime.programs import LAYOUT_ENTRIES, SHARED_LAYOUT_ENTRIES
+
+    assert [(e["binding"], e["buffer"]["type"]) for e in LAYOUT_ENTRIES] == list(layout())
+    assert [(e["binding"], e["buffer"]["type"]) for e in SHARED_LAYOUT_ENTRIES] == list(layout(shared=True))
+    assert dict(layout(shared=True))[SLOT["input"].binding] == "storage" != dict(layout())[SLOT["input"].binding]
+    source = wgsl.shader_sources(PLAN)[0]
+    assert f"@binding({SLOT['input'].binding}) var<storage, read_write> src" in wgsl.writable_input(source)
+    module = export("argmax float32 (6, 1000) axis=1")
+    bindings = [f'[{s.binding},"{s.name}","{s.kind}"]' for s in SLOTS if s.name != "race"]
+    assert f'"bindings":[{",".join(bindings)}]' in module

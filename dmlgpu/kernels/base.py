@@ -30,6 +30,39 @@ WORKGROUP_STORAGE = 16384
 
 
 @dataclasses.dataclass(frozen=True)
+class Slot:
+    """One binding of a pass's bind group."""
+
+    binding: int
+    name: str
+    kind: str  # WebGPU's buffer binding type: "uniform", "read-only-storage" or "storage"
+    holds: str
+
+
+#: The bindings of every pass, each bound whether or not its shader declares it: the one table
+#: from which the runtime's layouts and bind groups, the read-write variant of a pass
+#: (``wgsl.writable_input``) and an exported module's layouts are made.
+SLOTS = (
+    Slot(0, "params", "uniform", "the pass's parameters (common.wgsl's Params)"),
+    Slot(1, "input", "read-only-storage", "what the pass reads: the input's window, or a merge's scratch pairs"),
+    Slot(2, "output", "storage", "what the pass writes: the output's window, or a split's scratch pairs"),
+    Slot(3, "race", "storage", "what a racing pass keeps between dispatches (64-bit words and counts); else a "
+                               "small buffer no shader declares"),
+    Slot(4, "input_words", "read-only-storage", "the input's range again, which a pass reading it in 16-byte quads "
+                                                "declares as words (a range may end inside a quad); in the shared "
+                                                "layout, a small buffer no shader declares"),
+)
+SLOT = {s.name: s for s in SLOTS}
+
+
+def layout(shared: bool = False) -> tuple[tuple[int, str], ...]:
+    """(binding, WebGPU's buffer type) of each slot. ``shared``: the layout of a pass whose input
+    lies in the buffer it writes (WebGPU refuses a buffer bound read-only and writable in one
+    dispatch): its input bound writable too, its second binding of the input a small buffer."""
+    return tuple((s.binding, "storage" if shared and s.name == "input" else s.kind) for s in SLOTS)
+
+
+@dataclasses.dataclass(frozen=True)
 class Settings:
     """Settings every kernel reads."""
 

@@ -23,28 +23,20 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import wgpu
 
-from ..kernels.base import WORKGROUP_STORAGE
+from ..kernels.base import SLOTS, WORKGROUP_STORAGE, layout
 
 if TYPE_CHECKING:
     from .runner import Runner
 
-#: Binding 0: parameters; 1: the input (read-only); 2: the output; 3: scratch that a pass
-#: keeps between dispatches (a plan's race words), else a small buffer no shader declares;
-#: 4: the input's range again, which a shader reading it in 16-byte quads declares as words
-#: (``shaders/src_quads.wgsl``: a range may end inside a quad); in the shared layout, a small
-#: buffer no shader declares.
-LAYOUT_ENTRIES = [
-    {"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.uniform}},
-    {"binding": 1, "visibility": wgpu.ShaderStage.COMPUTE,
-     "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
-    {"binding": 2, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
-    {"binding": 3, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": wgpu.BufferBindingType.storage}},
-    {"binding": 4, "visibility": wgpu.ShaderStage.COMPUTE,
-     "buffer": {"type": wgpu.BufferBindingType.read_only_storage}},
-]
-#: The same with binding 1 writable: for a pass whose input shares a buffer with what it writes.
-SHARED_LAYOUT_ENTRIES = [{**e, "buffer": {"type": wgpu.BufferBindingType.storage}} if e["binding"] == 1 else e
-                         for e in LAYOUT_ENTRIES]
+def _entries(shared: bool) -> list[dict]:
+    """The bind group layout of every pass (``kernels.base.SLOTS``); ``shared``: the layout of a
+    pass whose input shares a buffer with what it writes (module docstring)."""
+    return [{"binding": binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}}
+            for binding, kind in layout(shared)]
+
+
+LAYOUT_ENTRIES = _entries(shared=False)
+SHARED_LAYOUT_ENTRIES = _entries(shared=True)
 #: Pipelines the cache keeps (least recently used go first; operators hold their own).
 KEPT_PIPELINES = 128
 
@@ -143,21 +135,21 @@ class Programs:
         return buffer
 
     def bind(self, params, src, dst, scratch=None, shared: bool = False):
-        """The bind group of one pass: its parameters, input, output, the scratch it keeps
-        between dispatches (binding 3, if any) and its input again (binding 4; not in the shared
-        layout). ``src`` and ``dst`` are buffers, or (buffer, offset, size) windows of them;
-        ``shared``: through the shared layout (module docstring), for a ``src`` in the buffer
-        that ``dst`` is in."""
+        """The bind group of one pass (``kernels.base.SLOTS``): its parameters, input, output, the
+        scratch it keeps between dispatches (the race words, if any) and its input again (not in
+        the shared layout). ``src`` and ``dst`` are buffers, or (buffer, offset, size) windows of
+        them; ``shared``: through the shared layout (module docstring), for a ``src`` in the
+        buffer that ``dst`` is in."""
         def resource(target) -> dict:
             if isinstance(target, tuple):
                 buffer, offset, size = target
                 return {"buffer": buffer, "offset": offset, "size": min(size, buffer.size - offset)}
             return {"buffer": target}
 
+        bound = {"params": params, "input": src, "output": dst, "race": scratch or self._no_scratch,
+                 "input_words": self._no_input if shared else src}
         self.runner.check()
         return self.runner.device.create_bind_group(
             layout=self._layout(shared)[0],
-            entries=[{"binding": i, "resource": resource(t)}
-                     for i, t in enumerate((params, src, dst, scratch or self._no_scratch,
-                                            self._no_input if shared else src))],
+            entries=[{"binding": s.binding, "resource": resource(bound[s.name])} for s in SLOTS],
         )
