@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import DataError
 from .pieces import tensor_needs
-from .runtime.recorder import STORAGE_USAGE, device_of, is_buffer, usage_names
+from .runtime import STORAGE_USAGE, device_of, is_buffer, usage_names
 
 if TYPE_CHECKING:
     from .device import Device

@@ -103,13 +103,13 @@ class Calibration:
 
     def key(self) -> dict:
         """What a cache file holds choices for: the adapter, its driver, the versions and the table."""
-        info = self.device.runner.adapter.info
-        import wgpu  # the version of the wgpu-native that compiles the shaders
+        from .runtime import wgpu_version  # of the wgpu-native that compiles the shaders
 
+        info = self.device.runner.adapter.info
         return {"adapter": info.get("device", ""), "vendor_id": info.get("vendor_id", 0),
                 "device_id": info.get("device_id", 0), "backend": info.get("backend_type", ""),
                 "driver": info.get("description", ""), "architecture": info.get("architecture", ""),
-                "wgpu": wgpu.__version__, "dmlgpu": __version__, "table": table_digest(self.caps),
+                "wgpu": wgpu_version(), "dmlgpu": __version__, "table": table_digest(self.caps),
                 "capabilities": dataclasses.asdict(self.caps)}
 
     @property
@@ -168,7 +168,7 @@ class Calibration:
 
     def _measure(self, family: str, red: ArgReduction, nan_mode: NanMode) -> FamilyReport:
         """Time the family's candidates on the probe ``red`` (run with ``nan_mode``)."""
-        from .bench.gpu_timers import interleaved_gpu_times  # timestamp queries; the bench's own
+        from .runtime import interleaved_gpu_times
 
         start = time.perf_counter()
         tunings = candidates(self.caps, family)
@@ -290,12 +290,8 @@ def _probe_input(device: "Device", red: ArgReduction):
         block = rng.integers(info.min, info.max, count, dtype=dtype, endpoint=True)
     seed = device.upload(block)
     source = device.empty(desc)
-    (src,), (dst,) = seed._buffers, source._buffers
-    total = desc.total_tensor_size_in_bytes & ~3
-    runner = device.runner
-    with runner.lock:
-        for offset in range(0, total, block.nbytes):
-            runner.record_copy((src, 0, dst, offset, min(block.nbytes, total - offset)))
+    (src,), (dst,) = seed.bindings, source.bindings
+    device.runner.copy_repeated(src.buffer, block.nbytes, dst.buffer, desc.total_tensor_size_in_bytes & ~3)
     return seed, source
 
 

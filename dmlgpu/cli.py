@@ -83,7 +83,7 @@ def feature_level_lines() -> list[str]:
 def info(as_json: bool, levels: bool = True) -> int:
     """List every adapter with its limits and features, then (``levels``) the feature levels
     with the operators and types each has."""
-    from .runtime.adapters import adapter_summary, adapters
+    from .runtime import adapter_summary, all_adapters as adapters
     from .types import DEFAULT_FEATURE_LEVEL, EXTENSION_TYPES, level_table
 
     summaries = [{"index": i, **adapter_summary(a)} for i, a in enumerate(adapters())]

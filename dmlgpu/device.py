@@ -34,9 +34,7 @@ from .pieces import buffer_spans
 from .calibration import Calibration
 from .calibration import setting as calibration_setting
 from .plan import Tuning, Tunings
-from .runtime.adapters import adapter_summary
-from .runtime.programs import required_limits
-from .runtime.runner import Runner
+from .runtime import Runner, adapter_summary, required_limits
 from .tensor import Storage, Tensor
 from .types import DEFAULT_FEATURE_LEVEL, FeatureLevel, NanMode
 

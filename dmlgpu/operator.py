@@ -21,11 +21,7 @@ from .desc import TensorDesc, lower
 from .errors import DataError
 from .pieces import Schedule, buffer_spans, schedule, tensor_needs
 from .plan import Plan, Tuning, Writes
-from .runtime.interrupts import interrupts_held
-from .runtime.kits import IN_PLACE_OUTPUT_MAX, Kit
-from .runtime.native import Steps
-from .runtime.recorder import check_encoder, clear_now, record
-from .runtime.runner import Runner
+from .runtime import IN_PLACE_OUTPUT_MAX, Kit, Runner, Steps, check_encoder, clear_now, interrupts_held, record
 from .tensor import Tensor, check_layout
 from .types import NanMode
 

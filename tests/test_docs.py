@@ -118,6 +118,41 @@ def test_the_runtime_imports_only_errors_and_plan_from_the_library():
         assert modules <= RUNTIME_MAY_IMPORT, f"{path.relative_to(ROOT)} imports {sorted(modules)}"
 
 
+def _outside(*rooms: str) -> list[pathlib.Path]:
+    """The package's modules outside these subpackages."""
+    return [p for p in package_modules() if p.suffix == ".py" and p.relative_to(PACKAGE).parts[0] not in rooms] + [
+        p for p in PACKAGE.rglob("__init__.py") if "__pycache__" not in p.parts
+        and p.relative_to(PACKAGE).parts[0] not in rooms]
+
+
+def test_wgpu_is_imported_only_by_the_runtime():
+    """The bench included: it times through the runtime's front door."""
+    bad = {str(p.relative_to(ROOT)) for p in _outside("runtime") if any(n.split(".")[0] == "wgpu" for n in _imports(p))}
+    assert not bad, f"these modules import wgpu, which only dmlgpu/runtime/ may: {sorted(bad)}"
+
+
+def test_the_product_does_not_import_the_bench():
+    """The bench measures the product; only the command that runs it (cli.py) imports it."""
+    bad = {str(p.relative_to(ROOT)) for p in _outside("bench") if p.name != "cli.py"
+           and any(n == "dmlgpu.bench" or n.startswith("dmlgpu.bench.") for n in _imports(p))}
+    assert not bad, f"these modules import dmlgpu.bench: {sorted(bad)}"
+
+
+def test_the_runtime_is_entered_by_its_front_door():
+    """Outside dmlgpu/runtime/, the library (the bench included) imports the runtime's names from
+    ``dmlgpu.runtime``, which names each in ``__all__``, never from one of its rooms."""
+    import dmlgpu.runtime as runtime
+
+    for path in _outside("runtime"):
+        imported = {n for n in _imports(path) if n.startswith("dmlgpu.runtime.")}
+        rooms = {n for n in imported if n.split(".")[2] in runtime._ROOMS.values()}
+        names = {n.split(".")[2] for n in imported} - set(runtime._ROOMS.values())
+        assert not rooms, f"{path.relative_to(ROOT)} imports the runtime's rooms: {sorted(rooms)}"
+        assert names <= set(runtime.__all__), f"{path.relative_to(ROOT)} imports {sorted(names - set(runtime.__all__))}"
+    assert sorted(runtime.__all__) == sorted(runtime._ROOMS)
+    assert all(getattr(runtime, name) is not None for name in runtime.__all__)  # each name resolves in its room
+
+
 def _dunder_all(path: pathlib.Path) -> list[str] | None:
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):

@@ -38,7 +38,7 @@ import wgpu
 
 import dmlgpu
 from dmlgpu.bench import interleaved, warm_up
-from dmlgpu.bench.gpu_timers import gpu_times
+from dmlgpu.runtime import gpu_times
 
 U = wgpu.BufferUsage
 OPTIONAL = ("shader-int64", "subgroup", "timestamp-query", "shader-int64-atomic-all-ops", "mappable-primary-buffers")

@@ -23,7 +23,8 @@ import numpy as np
 import dmlgpu
 from dmlgpu.bench import COPY_CEILING_UNROLL, find_peers, host_data, load_suite, warm_up
 from dmlgpu.wgsl import template, unroll
-from dmlgpu.bench.gpu_timers import gpu_times, operator_gpu_times
+from dmlgpu.bench.gpu_timers import operator_gpu_times
+from dmlgpu.runtime import gpu_times
 
 #: The copy ceiling's kernel (shaders/copy_ceiling.wgsl) with its loads replaced by zeros:
 #: its stores alone.

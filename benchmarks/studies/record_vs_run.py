@@ -46,7 +46,8 @@ import wgpu
 
 import dmlgpu
 from dmlgpu.bench import call_timer, interleaved, warm_up
-from dmlgpu.bench.gpu_timers import gpu_times, operator_gpu_times
+from dmlgpu.bench.gpu_timers import operator_gpu_times
+from dmlgpu.runtime import gpu_times
 from dmlgpu.bench.timing import percentiles
 
 U = wgpu.BufferUsage

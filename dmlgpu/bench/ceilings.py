@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from ..wgsl import template, unroll
-from .gpu_timers import gpu_times
+from ..runtime import gpu_times
 
 #: copy_ceiling.wgsl's UNROLL: each thread's loads in flight (its loops are written out for it).
 COPY_CEILING_UNROLL = 4

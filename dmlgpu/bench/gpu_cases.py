@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import oracle
 from ..desc import lower
-from ..runtime.hot import configured
+from ..runtime import configured
 from ..tensor import Tensor
 from ..errors import DescriptorError
 from .cases import Case

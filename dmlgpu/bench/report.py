@@ -111,7 +111,7 @@ def _commit() -> str | None:
 
 def report_header(device, suite: Suite, peers: list[Peer]) -> dict:
     import dmlgpu
-    from ..runtime.adapters import wgpu_version
+    from ..runtime import wgpu_version
 
     info = device.info()
     return {

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from .. import oracle
-from ..runtime.transfers import copy_in_parts
+from ..runtime import copy_in_parts
 from .cases import Case
 from .peers import TorchPeer
 from .timing import call_timer, interleaved, median

@@ -485,7 +485,7 @@ def _one_hot(block, index, *, axes, x_dtype, block_info=None):
 def gpu_adapters() -> list[int]:
     """Indices (``"#N"``) of the adapters a cluster should use: every GPU through a native
     backend, else the first adapter (lavapipe on a machine without a GPU)."""
-    from ..runtime.adapters import adapters
+    from ..runtime import all_adapters as adapters
 
     return _gpus_among(adapters())
 
@@ -512,7 +512,7 @@ def local_cluster(adapters=None, *, threads_per_worker: int = 2, memory_limit=No
     from distributed import Nanny, Scheduler, SpecCluster
     from distributed.system import MEMORY_LIMIT
 
-    from ..runtime.adapters import adapters as listed
+    from ..runtime import all_adapters as listed
 
     found = listed()
     adapters = _gpus_among(found) if adapters is None else list(adapters)

@@ -459,3 +459,12 @@ class Runner:
         with self.lock:
             self.check()
             self.submit()
+
+    def copy_repeated(self, src, block: int, dst, total: int) -> None:
+        """Record copies of ``src``'s first ``block`` bytes over ``dst``'s first ``total``, one
+        after another (the last one cut short): a buffer filled on the GPU from a small one,
+        at the next submit."""
+        with self.lock:
+            self.check()
+            for offset in range(0, total, block):
+                self.record_copy((src, 0, dst, offset, min(block, total - offset)))
