@@ -136,16 +136,21 @@ class Calibration:
         cannot be measured (too little memory, say) keeps the default, with a warning.
         ``call``: the reduction (and NaN mode) of the call that asked: its family is measured
         on a probe shaped after it (``tuning.call_probe``) where there is one and it can be
-        measured, else on the family's own ``probe``."""
+        measured, else on the kernel family's own ``probe`` where that is of the same family
+        (its bucket included); where neither is, the family keeps the default unmeasured."""
         done = []
         self._busy = True
         try:
             for family in families:
-                probes = [(probe(family, self.caps), NanMode.IGNORE)]
+                own = probe(family, self.caps)  # the kernel family's probe: this family's where its bucket is
+                probes = [(own, NanMode.IGNORE)] if family_of(own, self.caps, self.default) == family else []
                 if call is not None and family_of(call[0], self.caps, self.default) == family:
                     shaped = call_probe(call[0], call[1], self.caps)
                     if shaped is not None:
                         probes.insert(0, (shaped, call[1]))
+                if not probes:  # no shape of this family to measure on: it keeps the default, never losing
+                    self.chosen[family] = {}
+                    continue
                 report, error = None, None
                 for red, nan_mode in probes:  # the call's shape first, the family's own where it fails
                     try:  # (e.g. a feature level below the shaped probe's operator, too little memory)

@@ -324,15 +324,28 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
 def family_of(red: ArgReduction, caps: Capabilities, tuning: Tuning = Tuning()) -> str:
     """The family of shapes a reduction belongs to, which a ``Tunings`` keeps one ``Tuning``
     for: the kernel ``tuning`` would give it and how that kernel covers it (each kernel's
-    ``family``), and the input's element bits. ``"rows/32"``: long contiguous rows, one work
-    item or more each; ``"few_rows/16"``: rows split into chunks that race or merge (few
-    outputs); ``"single/32"``: one output; ``"multi_axis/32"``: contiguous rows over several
-    reduced axes; ``"short_rows/8"``: packed rows of at most ``rows_max_bytes``
-    (``"narrow_rows/32"``: of less than 16 bytes, several a load); ``"columns/32"`` and
-    ``"thread/64"`` as their kernels."""
+    ``family``), the input's element bits, and after ``@`` the bucket of the cover (each
+    kernel's ``bucket``: what moves the best setting within a kernel's family, such as the
+    threads a row or the bytes of a row), so that a choice holds only for shapes like those it
+    was measured on. ``"rows/32@seg256"``: long contiguous rows, a workgroup of 256 threads
+    each; ``"few_rows/16@x4"``: rows split into 4 chunks that race or merge (few outputs);
+    ``"single/32@x4096"``: one output; ``"multi_axis/32@seg256x8"``: contiguous rows over
+    several reduced axes; ``"short_rows/8@256B"``: packed rows of at most ``rows_max_bytes``
+    (``"narrow_rows/32@16B"``: of less than 16 bytes, several a load); ``"columns/32@r512"``:
+    chunks of 512 rows; ``"thread/64"``, which has nothing to choose between."""
     shape = shape_of(red, caps)
     kernel, cover = covered(shape, tuning)
-    return f"{kernel.family(shape, cover)}/{red.input.data_type.size * 8}"
+    family = f"{kernel.family(shape, cover)}/{red.input.data_type.size * 8}"
+    bucket = kernel.bucket(shape, cover)
+    return f"{family}@{bucket}" if bucket else family
+
+
+def family_parts(family: str) -> tuple[str, int, str]:
+    """(name, element bits, bucket) of a family ``family_of`` named: ``"rows/32@seg256"`` is
+    ``("rows", 32, "seg256")``."""
+    head, _, bucket = family.partition("@")
+    name, _, bits = head.partition("/")
+    return name, int(bits), bucket
 
 
 @dataclasses.dataclass(frozen=True)

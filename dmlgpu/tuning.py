@@ -19,7 +19,7 @@ import math
 from . import kernels
 from .desc import ArgMaxOperatorDesc, ArgReduction, TensorDesc, operator_for
 from .pieces import schedule
-from .plan import Capabilities, Tuning, Tunings, family_of
+from .plan import Capabilities, Tuning, Tunings, family_of, family_parts
 from .types import DataType, NanMode
 from .wgsl import shader_sources
 
@@ -51,7 +51,7 @@ def candidates(caps: Capabilities, family: str) -> tuple[Tuning, ...]:
     one (the default alone) where nothing is worth measuring."""
     base = default_tuning(caps)
     table = SOFTWARE_CANDIDATES if caps.software else GPU_CANDIDATES
-    changes = table.get(family.split("/")[0], ({},))
+    changes = table.get(family_parts(family)[0], ({},))
     found = [dataclasses.replace(base, **change) for change in changes]
     if caps.software and len(found) > 1:
         found.append(Tuning())
@@ -65,12 +65,12 @@ def probe_bytes(caps: Capabilities) -> int:
 
 
 def probe(family: str, caps: Capabilities) -> ArgReduction:
-    """The reduction a family is measured on: about ``probe_bytes`` of input, shaped as one
-    representative of the family (``families`` keeps those whose probe is of its family)."""
-    name, bits = family.split("/")
-    size = int(bits) // 8
-    sizes, axes = kernels.owner(name).probe_shape(name, probe_bytes(caps), size, default_tuning(caps).rows_max_bytes)
-    return ArgMaxOperatorDesc(TensorDesc(DataType.parse(PROBE_TYPES[int(bits)], "data_type"), tuple(sizes)),
+    """The reduction a family's name and bits are measured on: about ``probe_bytes`` of input,
+    shaped as one representative of the kernel's family, in one of its buckets (``family_of``
+    says which; a calibration measures a family on it only where that is the family's own)."""
+    name, bits, _bucket = family_parts(family)
+    sizes, axes = kernels.owner(name).probe_shape(name, probe_bytes(caps), bits // 8, default_tuning(caps).rows_max_bytes)
+    return ArgMaxOperatorDesc(TensorDesc(DataType.parse(PROBE_TYPES[bits], "data_type"), tuple(sizes)),
                               axes=tuple(axes)).lower()
 
 
@@ -130,12 +130,14 @@ def call_probe(red: ArgReduction, nan_mode: NanMode, caps: Capabilities) -> ArgR
 
 
 def families(caps: Capabilities) -> list[str]:
-    """The families a calibration measures on such an adapter: each with candidates to choose
-    between, for every element width whose probe is of that family (8-byte elements never
-    take the short-rows or columns kernels, for one)."""
+    """The families ``dmlgpu tune`` measures on such an adapter: each kernel family's probe
+    (``probe``) for every element width, where its family (bucket included) is that kernel
+    family's and has candidates to choose between (8-byte elements never take the short-rows
+    or columns kernels, for one). Other buckets are measured on the first call of theirs."""
     table = SOFTWARE_CANDIDATES if caps.software else GPU_CANDIDATES
-    found = [f"{name}/{bits}" for name in table for bits in PROBE_TYPES]
-    return [f for f in found if len(candidates(caps, f)) > 1 and family_of(probe(f, caps), caps, default_tuning(caps)) == f]
+    found = [(name, family_of(probe(f"{name}/{bits}", caps), caps, default_tuning(caps)))
+             for name in table for bits in PROBE_TYPES]
+    return [f for name, f in found if family_parts(f)[0] == name and len(candidates(caps, f)) > 1]
 
 
 def choose(seconds: list[float]) -> int:
@@ -161,11 +163,16 @@ def from_choices(caps: Capabilities, chosen: dict[str, dict]) -> Tunings:
     return Tunings(default=base, families=families)
 
 
+#: How a cache's choices are keyed: 2, by family and bucket (``plan.family_of``); 1 was by
+#: family alone, whose choices a cache of this version does not reuse.
+KEYS = 2
+
+
 def table_digest(caps: Capabilities) -> str:
     """A digest of what a calibration measures on such an adapter (defaults, candidates,
-    probes): a cache made under another table is not reused."""
+    probes, how choices are keyed): a cache made under another table is not reused."""
     table = SOFTWARE_CANDIDATES if caps.software else GPU_CANDIDATES
-    text = json.dumps([dataclasses.asdict(default_tuning(caps)), table, probe_bytes(caps), MARGIN, PROBE_TYPES],
+    text = json.dumps([dataclasses.asdict(default_tuning(caps)), table, probe_bytes(caps), MARGIN, PROBE_TYPES, KEYS],
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

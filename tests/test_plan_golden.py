@@ -52,9 +52,9 @@ TUNINGS = {
                       columns_unroll=1),
     "options": Tuning(wide_loads=True, unroll=False, bound_no_keys=True, row_stage=False, subgroups=False,
                       columns_unroll=4),
-    "families": Tunings(default=Tuning(), families=(("rows/32", Tuning(workgroup_size=128)),
-                                                     ("short_rows/8", Tuning(loads_per_thread=4)),
-                                                     ("columns/32", Tuning(columns_unroll=4)))),
+    "families": Tunings(default=Tuning(), families=(("rows/32@seg32", Tuning(workgroup_size=128)),
+                                                     ("short_rows/8@256B", Tuning(loads_per_thread=4)),
+                                                     ("columns/32@r512", Tuning(columns_unroll=4)))),
 }
 
 SHAPES = [

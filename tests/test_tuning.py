@@ -24,16 +24,19 @@ def red(sizes, axes, data_type="FLOAT32"):
 
 
 @pytest.mark.parametrize("sizes, axes, data_type, family", [
-    ((4096, 65536), [1], "FLOAT32", "rows/32"),
-    ((4096, 65536), [1], "INT8", "rows/8"),
-    ((65536, 4096), [0], "FLOAT32", "columns/32"),
-    ((16, 21, 512, 512), [1], "FLOAT32", "columns/32"),
-    ((4194304, 64), [1], "FLOAT32", "short_rows/32"),
-    ((33554432, 3), [1], "FLOAT32", "narrow_rows/32"),
-    ((64, 256, 4096), [0, 2], "FLOAT32", "multi_axis/32"),
-    ((16384, 16384), [0, 1], "FLOAT32", "single/32"),
-    ((1, 151936), [1], "FLOAT32", "single/32"),
-    ((64, 151936), [1], "FLOAT16", "few_rows/16"),
+    ((4096, 65536), [1], "FLOAT32", "rows/32@seg256"),
+    ((4096, 2048), [1], "FLOAT32", "rows/32@seg64"),  # rows 32 times shorter: another bucket
+    ((4096, 65536), [1], "INT8", "rows/8@seg256"),
+    ((65536, 4096), [0], "FLOAT32", "columns/32@r256+"),
+    ((16, 21, 512, 512), [1], "FLOAT32", "columns/32@r32"),
+    ((8, 16777216), [0], "FLOAT32", "columns/32@r8"),
+    ((4194304, 64), [1], "FLOAT32", "short_rows/32@256B"),
+    ((1048576, 256), [1], "FLOAT32", "short_rows/32@1024B"),
+    ((33554432, 3), [1], "FLOAT32", "narrow_rows/32@16B"),
+    ((64, 256, 4096), [0, 2], "FLOAT32", "multi_axis/32@seg256"),
+    ((16384, 16384), [0, 1], "FLOAT32", "single/32@x4096"),
+    ((1, 151936), [1], "FLOAT32", "single/32@x512"),  # a small call: not the 1 GiB reduction's bucket
+    ((64, 151936), [1], "FLOAT16", "few_rows/16@seg256"),
     ((1000, 3), [0], "FLOAT32", "thread/32"),
     ((1000, 8), [0], "INT64", "thread/64"),
 ])
@@ -43,13 +46,13 @@ def test_family_of_the_suites_shapes(sizes, axes, data_type, family):
 
 def test_a_family_is_decided_under_the_tuning_given():
     # 64 rows of 16384: several chunks a row on a CPU adapter's defaults, one on a GPU's
-    assert family_of(red((64, 16384), [1]), GPU) == "rows/32"
-    assert family_of(red((64, 16384), [1]), CPU, SOFTWARE_TUNING) == "few_rows/32"
+    assert family_of(red((64, 16384), [1]), GPU) == "rows/32@seg256"
+    assert family_of(red((64, 16384), [1]), CPU, SOFTWARE_TUNING) == "few_rows/32@seg1"
 
 
 def test_tunings_pick_the_familys_tuning_and_plan_as_that_tuning_would():
     rows64 = Tuning(loads_per_thread=2)
-    tunings = Tunings(default=Tuning(), families=(("short_rows/32", rows64),))
+    tunings = Tunings(default=Tuning(), families=(("short_rows/32@256B", rows64),))
     short, long = red((4194304, 64), [1]), red((4096, 65536), [1])
     assert tunings.for_reduction(short, GPU) == rows64
     assert tunings.for_reduction(long, GPU) == Tuning()
@@ -84,8 +87,9 @@ def test_candidates_start_with_the_default_and_a_cpu_adapter_also_tries_the_gpus
 @pytest.mark.parametrize("caps", [GPU, CPU], ids=["gpu", "cpu"])
 def test_every_measured_familys_probe_is_of_that_family(caps):
     measured = families(caps)
-    assert {"rows/32", "short_rows/32", "few_rows/16", "single/32", "columns/32"} <= set(measured)
-    assert "columns/64" not in measured and "short_rows/64" not in measured  # 8-byte types never take them
+    names = {family.partition("@")[0] for family in measured}
+    assert {"rows/32", "short_rows/32", "few_rows/16", "single/32", "columns/32"} <= names
+    assert "columns/64" not in names and "short_rows/64" not in names  # 8-byte types never take them
     for family in measured:
         probed = probe(family, caps)
         assert family_of(probed, caps, default_tuning(caps)) == family, family
@@ -177,3 +181,75 @@ def test_the_table_digest_changes_with_the_table():
         assert table_digest(GPU) != before
     finally:
         GPU_CANDIDATES["rows"] = GPU_CANDIDATES["rows"][:-1]
+
+
+# --- a tuner that never loses, on a planner fed with fake measurements -----------------------------
+
+def fake_seconds(red, tuning) -> float:
+    """A GPU whose best setting moves within a kernel family, as the H200's did: workgroups of 128
+    gain 5% on rows a workgroup of threads reads (a segment of 128 or more threads) and cost 10%
+    on shorter rows; 4 loads a thread gain 5% on rows of 1 KiB and cost 12% on shorter ones."""
+    p = plan(red, GPU, NanMode.IGNORE, tuning)
+    factor = 1.0
+    if p.kernel == "reduce_segments" and p.output_count > 1 and tuning.workgroup_size == 128:
+        factor = 0.95 if p.segment >= 128 else 1.10
+    if p.kernel == "reduce_rows" and tuning.loads_per_thread == 4:
+        factor = 0.95 if p.row_width * red.input.data_type.size >= 1024 else 1.12
+    return red.input.total_tensor_size_in_bytes / 3e12 * factor
+
+
+class _FakeDevice:
+    """What a Calibration reads of a device, for an adapter with the GPU's capabilities."""
+
+    name = "a fake GPU"
+
+    def __init__(self):
+        adapter = type("Adapter", (), {"info": {"device": self.name}})()
+        self.runner = type("Runner", (), {"capabilities": GPU, "adapter": adapter, "features": set()})()
+
+
+def calibrated_tunings(monkeypatch, tmp_path, calls):
+    """The tuning each call gets from a Calibration that measures with ``fake_seconds``, the calls
+    compiled in this order (as a process would, each family measured by its first call)."""
+    from dmlgpu.calibration import Calibration, FamilyReport
+
+    monkeypatch.setenv("DMLGPU_CACHE_DIR", str(tmp_path))
+
+    def measure(self, family, probed, nan_mode):
+        tunings = candidates(GPU, family)
+        seconds = [fake_seconds(probed, t) for t in tunings]
+        return FamilyReport(family, str(probed.input.sizes), probed.input.total_tensor_size_in_bytes,
+                            [tuning_changes(t, self.default) for t in tunings], seconds, choose(seconds), 0.0, {})
+
+    monkeypatch.setattr(Calibration, "_measure", measure)
+    device = _FakeDevice()  # (the calibration holds it weakly)
+    calibration = Calibration(device, mode="on")
+    for call in calls:
+        calibration.tuning_for(call)
+    return [calibration.tunings.for_reduction(call, GPU) for call in calls]
+
+
+SUITE_ROWS = [red((4096, 65536), [1]), red((1048576, 256), [1]), red((4194304, 64), [1]), red((16777216, 8), [1]),
+              red((65536, 2048), [1]), red((262144, 512), [1])]
+
+
+def test_a_calibrated_call_is_never_slower_than_the_default(monkeypatch, tmp_path):
+    """Each call, with the choice its family (bucket included) was measured to, is no slower than
+    with the built-in default, and the long rows still gain their 5%."""
+    tunings = calibrated_tunings(monkeypatch, tmp_path, SUITE_ROWS)
+    for call, tuning in zip(SUITE_ROWS, tunings):
+        assert fake_seconds(call, tuning) <= fake_seconds(call, Tuning()), (call.input.sizes, tuning_changes(tuning,
+                                                                                                            Tuning()))
+    assert fake_seconds(SUITE_ROWS[0], tunings[0]) < fake_seconds(SUITE_ROWS[0], Tuning())
+    assert fake_seconds(SUITE_ROWS[1], tunings[1]) < fake_seconds(SUITE_ROWS[1], Tuning())
+
+
+def test_a_choice_kept_by_family_alone_would_lose(monkeypatch, tmp_path):
+    """What the buckets prevent: with every family's bucket left out, the choice made on the first
+    call of a family serves calls whose best setting differs, and one of them is slower."""
+    from dmlgpu import kernels
+
+    for kernel in kernels.FIRST_PASS:
+        monkeypatch.setattr(kernel, "bucket", lambda shape, cover: "")
+    tunings = calibrated_tunings(monkeypatch, tmp_path, SUITE_ROWS)
+    assert any(fake_seconds(c, t) > fake_seconds(c, Tuning()) * 1.05 for c, t in zip(SUITE_ROWS, tunings))

@@ -10,7 +10,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
-from .base import Cover, Shape, split
+from .base import Cover, Shape, power_of_two_at_least, split
 
 if TYPE_CHECKING:
     from ..plan import Plan, Tuning
@@ -51,6 +51,14 @@ def cover(shape: Shape, tuning: "Tuning") -> Cover | None:
 
 def family(shape: Shape, cover: Cover) -> str:
     return "columns"
+
+
+def bucket(shape: Shape, cover: Cover) -> str:
+    """The rows reduced, a power of two up to 256 (``r256+`` beyond): how many rows a thread
+    loads before folding any pays with how many it has (a probe smaller than the call keeps
+    them where they are many)."""
+    rows = power_of_two_at_least(shape.count)
+    return "r256+" if rows >= 256 else f"r{rows}"
 
 
 def probe_shape(family: str, nbytes: int, size: int, rows_max_bytes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -112,6 +112,12 @@ def family(shape: Shape, cover: Cover) -> str:
     return "narrow_rows" if shape.count * shape.element_size < 16 else "short_rows"
 
 
+def bucket(shape: Shape, cover: Cover) -> str:
+    """Rows of a power of two of bytes: how many rows a block and threads a row a setting gives
+    them differs with their width."""
+    return f"{power_of_two_at_least(shape.count * shape.element_size)}B"
+
+
 def probe_shape(family: str, nbytes: int, size: int, rows_max_bytes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shape a ``short_rows`` choice is measured on: rows of 256 bytes (or of the adapter's
     ``rows_max_bytes``), about ``nbytes`` of them."""

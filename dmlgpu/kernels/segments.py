@@ -84,6 +84,17 @@ def family(shape: Shape, cover: Cover) -> str:
             else "few_rows" if cover.split > 1 else "rows")
 
 
+def bucket(shape: Shape, cover: Cover) -> str:
+    """The threads a row (``seg``, a power of two that grows with the row up to a workgroup),
+    or for one output the chunks it is split into (``x``, a power of two that grows with the
+    elements up to ``target_workgroups``): what moves the best setting within the family (a
+    choice for rows of 64 Ki elements does not hold for rows of 2 Ki, nor one for a 1 GiB
+    reduction for a small call's), and what a probe smaller than the call keeps."""
+    if shape.outputs == 1:
+        return f"x{power_of_two_at_least(cover.split)}"
+    return f"seg{cover.segment}"
+
+
 def probe_shape(family: str, nbytes: int, size: int, rows_max_bytes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shape a family's choice is measured on, of about ``nbytes``."""
     row = min(16384, nbytes // 4096)  # bytes of a row of rows: a few thousand rows, unsplit

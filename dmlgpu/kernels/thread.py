@@ -46,6 +46,10 @@ def family(shape: Shape, cover: Cover) -> str:
     return "thread"
 
 
+def bucket(shape: Shape, cover: Cover) -> str:
+    return ""  # nothing to choose between
+
+
 def probe_shape(family: str, nbytes: int, size: int, rows_max_bytes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     raise KeyError(family)  # nothing to choose between
 
