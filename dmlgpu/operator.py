@@ -56,9 +56,8 @@ class Program:
             runner.transfers.write(self.race, np.zeros(race, np.uint8))
         # by the buffers bound: their tensors' buffers and ranges, or a binding table's bases.
         # Room for many: threads making resident calls at once each bind an output buffer of
-        # the pool's, which hands out as many as calls are in flight; on the H100 a cache of 8
-        # missed on 94% of the calls from 16 threads (a bind group made for each) and did 1.9k
-        # calls/s against 3.7-5.3k with 64, taking turns in one process.
+        # the pool's, which hands out as many as calls are in flight, and a miss makes a bind
+        # group for the call (benchmarks/LOG.md, "The settings' measurements": BOUND_KEPT).
         self._steps = LruCache(BOUND_KEPT)
 
     def _passes(self, p: Plan) -> list:

@@ -17,9 +17,8 @@ COPY_CEILING_UNROLL = 4
 #: The ceiling kernels' workgroup size (their WG constant) and grid.
 CEILING_WG = 256
 #: The most workgroups by kind. The copy ceiling takes a thread per CEILING_LOADS_PER_THREAD
-#: quads up to the grid's limit: on the H100, 1 GiB copied with 65535 workgroups at 2979 GB/s
-#: against 2849 with 4096 (any UNROLL alike), torch ``copy_`` 2884 in the same process. The
-#: read ceiling writes a word a thread, so it keeps few.
+#: quads up to the grid's limit, which reaches torch's ``copy_`` (benchmarks/LOG.md, "The settings' measurements"); the read ceiling
+#: writes a word a thread, so it keeps few.
 CEILING_MAX_GROUPS = {"read": 4096, "copy": 65535}
 CEILING_LOADS_PER_THREAD = 4
 
@@ -46,8 +45,8 @@ class Ceiling:
         dst_bytes = groups * CEILING_WG * 4 if kind == "read" else vec4s * 16
         self.dst = runner.memory.storage(dst_bytes, readable=readable)  # (readable: see Memory.storage)
         self.bytes = vec4s * 16 + dst_bytes
-        # bound once: a bind group made per call would count in the latency floor (40 us on
-        # the H100), which no operator call pays (operators cache theirs)
+        # bound once: a bind group made per call would count in the latency floor (tens of
+        # microseconds), which no operator call pays (operators cache theirs)
         self.steps = [(self.pipeline, runner.programs.bind(self.params, self.src, self.dst), self.grid)]
 
     def run(self) -> None:

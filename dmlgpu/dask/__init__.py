@@ -502,8 +502,8 @@ def local_cluster(adapters=None, *, threads_per_worker: int = 2, memory_limit=No
 
     ``adapters``: adapter indices (``dmlgpu info`` lists them; an index may repeat, giving
     several workers on one adapter); default ``gpu_adapters()``. Two threads a worker let it
-    upload one chunk while the GPU reduces another (on two H200s: 82-86% of the bare upload
-    rate, against 64-75% with one thread). ``memory_limit`` per worker
+    upload one chunk while the GPU reduces another (docs/dask.md says how much that gains).
+    ``memory_limit`` per worker
     defaults to this host's memory shared among the workers. ``worker_options`` go to each
     ``distributed.Nanny``, ``scheduler_options`` to the ``Scheduler`` (default: dashboard on
     a free port), the other keyword arguments to ``distributed.SpecCluster``. On other hosts
