@@ -58,26 +58,32 @@ SURVEY = {
                   "race_max_chunks=0", "columns_interleave=0"],
     "tiny_rows3": ["rows_whole_quads=1", "rows_block_loads=1", "rows_block_loads=4",
                    "several_rows_workgroup_size=64", "several_rows_workgroup_size=256", "rows_groups=4096",
-                   "rows_groups=0"],
+                   "rows_groups=0", "rows_block_loads=6", "row_stage=0"],
     "axes02": ["batch=1", "batch=4", "min_chunk_per_lane=64", "min_chunk_per_lane=512", "target_workgroups=8192",
-               "target_workgroups=16384", "skip_min_quads=0"],
+               "target_workgroups=16384", "skip_min_quads=0", "min_chunk_per_lane=256", "min_chunk_per_lane=512,batch=4",
+               "min_chunk_per_lane=256,batch=4"],
     "axes02_rows": ["skip_min_quads=0"],
-    "rows_64": ["workgroup_size=128", "loads_per_thread=4", "loads_per_thread=16"],
-    "rows_256": ["workgroup_size=128", "loads_per_thread=4", "loads_per_thread=16"],
+    "rows_64": ["workgroup_size=128", "loads_per_thread=4", "loads_per_thread=16", "loads_per_thread=2",
+                "loads_per_thread=1"],
+    "rows_256": ["workgroup_size=128", "loads_per_thread=4", "loads_per_thread=16", "loads_per_thread=2"],
     "rows": ["workgroup_size=128"],
     "rows_int8": ["batch=1", "batch=4", "skip_min_quads=0", "skip_min_quads=16", "loads_per_thread=4",
-                  "loads_per_thread=16", "workgroup_size=128"],
+                  "loads_per_thread=16", "workgroup_size=128", "workgroup_size=64"],
     "rows_f16": ["batch=1", "batch=4", "skip_min_quads=0", "skip_min_quads=16", "loads_per_thread=4",
                  "loads_per_thread=16", "workgroup_size=128"],
     "all_1gib": ["target_workgroups=2048", "target_workgroups=8192", "target_workgroups=16384",
-                 "single_output_workgroup_size=256", "race_max_chunks=0"],
+                 "single_output_workgroup_size=256", "race_max_chunks=0", "batch=4"],
     "llm_batch": ["min_chunk_per_lane=32", "min_chunk_per_lane=64", "min_chunk_per_lane=256", "workgroup_size=128",
-                  "race_max_chunks=0", "merge_workgroup_below=0", "skip_min_quads=0"],
+                  "race_max_chunks=0", "merge_workgroup_below=0", "skip_min_quads=0", "batch=1", "batch=4",
+                  "workgroup_size=128,batch=4"],
 }
 #: Cases beside the suite's, after their base: (base, shape, axes). axes02_rows is axes02's bytes,
 #: outputs and chunks (2048 workgroups, 8 chunks of 32768 elements an output) with one reduced
 #: dimension, contiguous: what axes02 costs for its second reduced dimension.
 EXTRA = {"axes02_rows": ("axes02", (256, 262144), (1,))}
+#: Settings whose plans' loads are timed too (the default plan's always are).
+LOADS_OF = {"rows_64": ["loads_per_thread=4", "loads_per_thread=2", "loads_per_thread=1"],
+            "rows_256": ["loads_per_thread=2"]}
 #: Loads in flight a thread for the loads variants besides the kernel's own (1: the kernel's only).
 MORE_IN_FLIGHT = {"cols": [4, 8], "wide_cols": [4], "axes02": [4, 8], "all_1gib": [4], "rows_int8": [4],
                   "rows_f16": [4]}
@@ -373,19 +379,23 @@ def main() -> None:
             variants[spec or "default"], info[spec or "default"], out = operator_variant(op, src, want, default_sig)
             tensors.append(out)
             if spec == "":
-                plan, default_sig = op.plan, signature(op)
+                default_sig, plans = signature(op), {"": op.plan}
+            elif spec in LOADS_OF.get(case.name, []):
+                plans[f" ({spec})"] = op.plan
         if calibrating is not None:
             cal_src = calibrating.upload(x)
             op = calibrating.compile(desc)
             variants["calibrated"], info["calibrated"], out = operator_variant(op, cal_src, want, default_sig)
             tensors += [cal_src, out]
         scratch = []
-        for name, text, words, grid, dst_words, race_bytes in loads_kernels(plan, MORE_IN_FLIGHT.get(case.name, [])):
+        kernels = [(name + label, *rest) for label, plan in plans.items()
+                   for name, *rest in loads_kernels(plan, [] if label else MORE_IN_FLIGHT.get(case.name, []))]
+        for name, text, words, grid, dst_words, race_bytes in kernels:
             params, dst = runner.programs.uniform(words), runner.memory.storage(4 * dst_words)
             race = runner.memory.storage(race_bytes) if race_bytes else None  # zeroed when made
             scratch += [dst] + ([race] if race else [])
             steps = [(runner.programs.pipeline(text), runner.programs.bind(params, src._buffer, dst, race), grid)]
-            info[name] = {"plan": f"{plan.kernel} loads only, wg {plan.workgroup_size} grid {grid}", "correct": False,
+            info[name] = {"plan": f"loads only, grid {grid}", "correct": False,
                           "same_plan_as_default": False}
             variants[name] = (lambda steps=steps: gpu_times(runner, steps, repeats=3))
         ceiling = Ceiling(runner, "read", src._buffer, x.nbytes)
