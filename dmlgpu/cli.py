@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+import warnings
 
 import numpy as np
 
 from . import oracle
-from .errors import AdapterError, DescriptorError
+from .errors import AdapterError, DescriptorError, SoftwareAdapterWarning
 
 GRID = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
 CUBE = np.array([[[12, 0], [-101, 11]], [[3, 234], [0, -101]]], np.float32)
@@ -335,9 +337,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _notices_as_lines():
+    """``SoftwareAdapterWarning`` shown as one plain line, ``dmlgpu: note: ...``: a command has no
+    line of the user's to point at (the warning would name the console script's), and the notice
+    is no error. Other warnings are shown as Python shows them."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, SoftwareAdapterWarning):
+            return shown(message, category, filename, lineno, file, line)
+        text = str(message)
+        text = "dmlgpu: note: " + text.removeprefix("dmlgpu: ")
+        print(text, file=sys.stderr if file is None else file)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
 def main(argv=None) -> int:
     try:
-        status = _main(argv)
+        with _notices_as_lines():
+            status = _main(argv)
         sys.stdout.flush()  # (a closed pipe shows here, not at exit)
         return status
     except BrokenPipeError:
