@@ -6,7 +6,9 @@ import argparse
 import contextlib
 import json
 import os
+import stat
 import sys
+import tempfile
 import warnings
 
 import numpy as np
@@ -337,6 +339,35 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def give_mesa_a_runtime_dir() -> str | None:
+    """Set ``XDG_RUNTIME_DIR`` to a private folder of this user's where it is unset or empty
+    (containers, CI, ssh without a login session), on Linux; the folder set, or None.
+
+    Mesa's Vulkan device-select layer (``VK_LAYER_MESA_device_select``, which ships with
+    lavapipe) asks libwayland for a display each time the adapters are enumerated, and libwayland
+    prints ``error: XDG_RUNTIME_DIR is invalid or not set in the environment.`` when the variable
+    is missing: four lines a process, though nothing failed. With a private folder there, the
+    display is looked for in it, not found, and nothing is printed; which adapters are found
+    does not change. The folder is ``$TMPDIR/dmlgpu-runtime-<uid>`` (mode 0700, made once and
+    kept); where it exists but is not a private folder of this user's, the variable is left
+    unset. The command calls this before any adapter opens; the library never does, since it
+    would change its caller's environment (docs/adapters.md says how a program quiets it)."""
+    if not sys.platform.startswith("linux") or os.environ.get("XDG_RUNTIME_DIR"):
+        return None
+    path = os.path.join(tempfile.gettempdir(), f"dmlgpu-runtime-{os.getuid()}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    os.environ["XDG_RUNTIME_DIR"] = path
+    return path
+
+
 @contextlib.contextmanager
 def _notices_as_lines():
     """``SoftwareAdapterWarning`` shown as one plain line, ``dmlgpu: note: ...``: a command has no
@@ -359,6 +390,7 @@ def _notices_as_lines():
 
 
 def main(argv=None) -> int:
+    give_mesa_a_runtime_dir()  # before any adapter is enumerated
     try:
         with _notices_as_lines():
             status = _main(argv)

@@ -20,6 +20,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo="$(pwd -P)"
 bash scripts/setup.sh
+source scripts/runtime_dir.sh  # no Mesa "XDG_RUNTIME_DIR is invalid" lines
 export GALLIVM_PERF="${GALLIVM_PERF-nopt}"  # as test.sh: lavapipe compiles the shaders without LLVM's optimisations
 export LP_NATIVE_VECTOR_WIDTH="${LP_NATIVE_VECTOR_WIDTH-128}"  # and for 4-lane SIMD, whose shaders compile faster
 work="$(mktemp -d)"
