@@ -38,7 +38,8 @@ if [ "$(uname -s)" = Linux ]; then
 fi
 .venv/bin/python scripts/check_wheel.py "$work"/dist/*.whl "$work"/dist/*.tar.gz
 .venv/bin/python scripts/check_wheel.py "$work"/nohot/*.whl --no-hot
-.venv/bin/twine check --strict "$work"/dist/*
+# --no-color: twine colours its verdicts even into a log, which shows them as raw escape codes
+.venv/bin/twine --no-color check --strict "$work"/dist/*
 WHEEL_TESTS=(test_paths.py test_transfers.py test_binding.py test_hardening.py test_bench.py test_front_page.py
              test_export.py test_export_browser.py
              test_explain.py test_numpy.py "test_gpu.py::test_spec_examples" "test_gpu.py::test_spec_ties"
@@ -64,6 +65,11 @@ assert (library_path()[0] is None) == (kind == "nohot"), library_path()
 print("[wheel_test] dmlgpu", dmlgpu.__version__, "from", os.path.dirname(dmlgpu.__file__), "hot loop:", library_path())
 PY
   )
+  # Without the hot loop every device warns that it takes the public path, as it should: the test
+  # of that warning records it itself (test_paths.py), so pytest's summary of the same line 57
+  # times is left out.
+  expected=()
+  if [ "$kind" = nohot ]; then expected=(-W "ignore:dmlgpu.*no compiled hot loop:UserWarning"); fi
   (cd "$work" && DMLGPU_BROWSER_CASES=64 "$work/venv-$kind/bin/python" -m pytest -p no:cacheprovider \
-     -n "${DMLGPU_TEST_WORKERS:-2}" "${WHEEL_TESTS[@]/#/$repo/tests/}" "$@")
+     -n "${DMLGPU_TEST_WORKERS:-2}" ${expected[@]+"${expected[@]}"} "${WHEEL_TESTS[@]/#/$repo/tests/}" "$@")
 done
