@@ -38,8 +38,9 @@ if [ "$(uname -s)" = Linux ]; then
 fi
 .venv/bin/python scripts/check_wheel.py "$work"/dist/*.whl "$work"/dist/*.tar.gz
 .venv/bin/python scripts/check_wheel.py "$work"/nohot/*.whl --no-hot
-# --no-color: twine colours its verdicts even into a log, which shows them as raw escape codes
-.venv/bin/twine --no-color check --strict "$work"/dist/*
+# --no-color: twine colours its verdicts even into a log, which shows them as raw escape codes;
+# COLUMNS: it wraps at 80 columns where it sees no terminal, cutting a long path across lines
+COLUMNS=200 .venv/bin/twine --no-color check --strict "$work"/dist/*
 WHEEL_TESTS=(test_paths.py test_transfers.py test_binding.py test_hardening.py test_bench.py test_front_page.py
              test_export.py test_export_browser.py
              test_explain.py test_numpy.py "test_gpu.py::test_spec_examples" "test_gpu.py::test_spec_ties"
