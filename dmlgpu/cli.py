@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import stat
 import sys
+import tempfile
+import warnings
 
 import numpy as np
 
 from . import oracle
-from .errors import AdapterError, DescriptorError
+from .errors import AdapterError, DescriptorError, SoftwareAdapterWarning
 
 GRID = np.array([[1, 2, 3], [3, 0, 4], [2, 5, 2]], np.float32)
 CUBE = np.array([[[12, 0], [-101, 11]], [[3, 234], [0, -101]]], np.float32)
@@ -335,9 +339,61 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
+def give_mesa_a_runtime_dir() -> str | None:
+    """Set ``XDG_RUNTIME_DIR`` to a private folder of this user's where it is unset or empty
+    (containers, CI, ssh without a login session), on Linux; the folder set, or None.
+
+    Mesa's Vulkan device-select layer (``VK_LAYER_MESA_device_select``, which ships with
+    lavapipe) asks libwayland for a display each time the adapters are enumerated, and libwayland
+    prints ``error: XDG_RUNTIME_DIR is invalid or not set in the environment.`` when the variable
+    is missing: four lines a process, though nothing failed. With a private folder there, the
+    display is looked for in it, not found, and nothing is printed; which adapters are found
+    does not change. The folder is ``$TMPDIR/dmlgpu-runtime-<uid>`` (mode 0700, made once and
+    kept); where it exists but is not a private folder of this user's, the variable is left
+    unset. The command calls this before any adapter opens; the library never does, since it
+    would change its caller's environment (docs/adapters.md says how a program quiets it)."""
+    if not sys.platform.startswith("linux") or os.environ.get("XDG_RUNTIME_DIR"):
+        return None
+    path = os.path.join(tempfile.gettempdir(), f"dmlgpu-runtime-{os.getuid()}")
     try:
-        status = _main(argv)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    os.environ["XDG_RUNTIME_DIR"] = path
+    return path
+
+
+@contextlib.contextmanager
+def _notices_as_lines():
+    """``SoftwareAdapterWarning`` shown as one plain line, ``dmlgpu: note: ...``: a command has no
+    line of the user's to point at (the warning would name the console script's), and the notice
+    is no error. Other warnings are shown as Python shows them."""
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not issubclass(category, SoftwareAdapterWarning):
+            return shown(message, category, filename, lineno, file, line)
+        text = str(message)
+        text = "dmlgpu: note: " + text.removeprefix("dmlgpu: ")
+        print(text, file=sys.stderr if file is None else file)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
+def main(argv=None) -> int:
+    give_mesa_a_runtime_dir()  # before any adapter is enumerated
+    try:
+        with _notices_as_lines():
+            status = _main(argv)
         sys.stdout.flush()  # (a closed pipe shows here, not at exit)
         return status
     except BrokenPipeError:

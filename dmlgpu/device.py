@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 
 import numpy as np
 
@@ -28,7 +27,7 @@ from . import layout
 from .binding import BufferBinding, checked_bindings
 from .caches import LruCache
 from .desc import TensorDesc, lower
-from .errors import GPUMemoryError, SoftwareAdapterWarning
+from .errors import GPUMemoryError, SoftwareAdapterWarning, warn_at_caller
 from .operator import CompiledOperator
 from .pieces import buffer_spans
 from .calibration import Calibration
@@ -293,11 +292,11 @@ def _notice_software(device: Device) -> None:
     if os.environ.get("DMLGPU_SOFTWARE_NOTICE", "1").strip().lower() in ("0", "off", "false", "no"):
         return
     _noticed.set()
-    warnings.warn(
+    warn_at_caller(  # at the user's line that opened it, whichever of our functions did
         f"dmlgpu: the default adapter is {device.name!r}, a software adapter: the CPU runs the shaders, and "
         "NumPy's own argmax may be faster on this machine. Choose another adapter with Device('name') or "
         "DMLGPU_ADAPTER ('dmlgpu info' lists them); choosing this one by name (DMLGPU_ADAPTER=llvmpipe, say) "
-        "or DMLGPU_SOFTWARE_NOTICE=0 silences this.", SoftwareAdapterWarning, stacklevel=3)
+        "or DMLGPU_SOFTWARE_NOTICE=0 silences this.", SoftwareAdapterWarning)
 
 
 def default_device() -> Device:

@@ -98,8 +98,8 @@ class DataType(_Parsable):
             hint = " (cast with .astype(np.float64))"
         elif dt.kind == "b":
             hint = " (cast with .astype(np.uint8); dmlgpu.numpy's functions take bool as it is)"
-        raise TypeError(f"{field} is {dt}, but it must be one of DirectML's types {directml}, or {extensions}"
-                        f"{hint}") from None
+        raise TypeError(f"{field} is {dt}, but it must be one of DirectML's types ({directml}) or {extensions}, "
+                        f"which dmlgpu takes beyond DirectML{hint}") from None
 
 
 class TensorFlags(_Parsable):

@@ -4,6 +4,10 @@
 # extras and the docs extras (mkdocs). Safe to run again; it skips what is done.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# What was found done already is said unless DMLGPU_SETUP_QUIET=1: .ci/run sets it after its own
+# first run, so that lint.sh, docs.sh, test.sh and wheel_test.sh, which each run this again, do
+# not repeat the same three lines. What it installs is always said.
+done_already() { [ "${DMLGPU_SETUP_QUIET:-0}" = 1 ] || echo "$1"; }
 
 # 1. Vulkan: wgpu needs an ICD on Linux; lavapipe (software) runs where there is no GPU.
 pkgs=""
@@ -21,7 +25,7 @@ fi
 # Debian's system python3 needs python3-venv for `python3 -m venv`.
 python3 -c 'import ensurepip' 2>/dev/null || pkgs="$pkgs python3-venv"
 if [ -z "$pkgs" ]; then
-  echo "[setup] system packages: nothing to install (a Vulkan ICD and a C compiler present, or not Linux)"
+  done_already "[setup] system packages: nothing to install (a Vulkan ICD and a C compiler present, or not Linux)"
 elif command -v apt-get >/dev/null; then
   echo "[setup] system packages: apt-get install$pkgs"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -49,7 +53,7 @@ fi
 
 # 2. Virtual environment (recreated if missing or broken, e.g. its python was removed).
 if .venv/bin/python -c '' 2>/dev/null; then
-  echo "[setup] venv: .venv exists"
+  done_already "[setup] venv: .venv exists"
 else
   echo "[setup] venv: creating .venv"
   # Without pip, which ensurepip would install first (5.6 s of a fresh clone's set-up on 2
@@ -71,7 +75,7 @@ d = json.loads(m.distribution("dmlgpu").read_text("direct_url.json") or "{}")
 sys.exit(not (d.get("dir_info", {}).get("editable") and d.get("url") == pathlib.Path(sys.argv[1]).as_uri()))
 EOF
 then
-  echo "[setup] install: up to date (pyproject.toml, setup.py and _hot.c unchanged)"
+  done_already "[setup] install: up to date (pyproject.toml, setup.py and _hot.c unchanged)"
 else
   # uv installs from PyPI what pip would, downloading in parallel: about 25 s from an
   # empty cache where pip takes 100 s (a 2-core machine), a few seconds from a warm one. It is

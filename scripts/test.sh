@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
+source scripts/runtime_dir.sh  # no Mesa "XDG_RUNTIME_DIR is invalid" lines
 # On lavapipe (no GPU: CI, most contributors) the suite's time is mostly LLVM compiling the
 # shaders it runs, each once (Mesa caches them on disk, ~/.cache/mesa_shader_cache): skipping
 # LLVM's optimisation passes compiles them about a quarter faster and runs the same WGSL, a

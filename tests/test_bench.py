@@ -140,6 +140,11 @@ def test_bench_quick_case_through_the_cli_writes_json_with_latencies(tmp_path, c
         assert 0 < entry["p50_s"] <= entry["p99_s"] and entry["calls"] >= 3
     assert "p50/p99 NumPy in/out" in out
     assert ("straight through wgpu-native" in out) == ("native_floor" in kinds)
+    # On a CPU adapter (lavapipe) the first line says so and a note under the table (kept in the
+    # report's method too) says what the figures mean there; on a GPU neither is there.
+    software = default_device().runner.capabilities.software
+    assert ("a CPU adapter (see the note below the table)" in out) == software, out
+    assert ("note: on a CPU adapter" in out) == ("cpu_adapter" in report["method"]) == software, out
 
 
 def test_bare_round_trips_run_from_python_and_from_c_on_several_threads():

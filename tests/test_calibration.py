@@ -211,18 +211,44 @@ def test_dmlgpu_tune_says_what_it_chose_and_why_and_processes_at_once_keep_a_rea
     assert "adapter" in kept["key"] and "driver" in kept["key"]
 
 
-def test_a_default_software_adapter_is_noticed_once_unless_chosen_or_silenced():
-    script = ("import numpy as np, dmlgpu; x = np.ones(4, np.float32); dmlgpu.argmax(x, 0); dmlgpu.Device().close(); "
-              "print(dmlgpu.default_device().runner.capabilities.software)")
+def test_a_default_software_adapter_is_noticed_once_at_the_callers_line_unless_chosen_or_silenced(tmp_path):
+    """Said once, and reported at the user's line that opened the default device (here through
+    dmlgpu.numpy, four of our calls deep), not at a line of dmlgpu's."""
+    script = tmp_path / "user_code.py"
+    script.write_text("import numpy as np, dmlgpu, dmlgpu.numpy as dnp\n"
+                      "x = np.ones(4, np.float32)\n"
+                      "dnp.argmax(x)\n"  # line 3: opens the default device
+                      "dmlgpu.argmax(x, 0); dmlgpu.Device().close()\n"
+                      "print(dmlgpu.default_device().runner.capabilities.software)\n")
     env = {k: v for k, v in os.environ.items() if k not in ("DMLGPU_ADAPTER", "DMLGPU_SOFTWARE_NOTICE")}
-    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     software = run.stdout.strip() == "True"
     assert run.stderr.count("SoftwareAdapterWarning") == (1 if software else 0), run.stderr
     if software:
+        assert run.stderr.startswith(f"{script}:3: SoftwareAdapterWarning: "), run.stderr
+        assert "dmlgpu/" not in run.stderr.replace(str(tmp_path), ""), run.stderr
         assert "NumPy's own argmax may be faster" in run.stderr and "DMLGPU_SOFTWARE_NOTICE=0" in run.stderr
         name = dmlgpu.default_device().name.split()[0]
         for quiet in ({"DMLGPU_ADAPTER": name}, {"DMLGPU_SOFTWARE_NOTICE": "0"}):
-            run = subprocess.run([sys.executable, "-c", script], env={**env, **quiet}, capture_output=True, text=True,
+            run = subprocess.run([sys.executable, str(script)], env={**env, **quiet}, capture_output=True, text=True,
                                  timeout=120)
             assert run.returncode == 0 and "SoftwareAdapterWarning" not in run.stderr, run.stderr
+
+
+def test_a_warning_of_ours_is_reported_at_the_first_line_outside_the_package(tmp_path, monkeypatch):
+    """``warn_at_caller`` skips every frame under the package's folder, however many (here a
+    stand-in package in tmp_path, two calls deep), and names the caller's line."""
+    from dmlgpu import errors
+
+    (tmp_path / "warn_site_probe.py").write_text("from dmlgpu.errors import warn_at_caller\n"
+                                      "def inner():\n    warn_at_caller('said', UserWarning)\n"
+                                      "def outer():\n    inner()\n")
+    monkeypatch.setattr(errors, "_PACKAGE_DIR", str(tmp_path) + os.sep)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import warn_site_probe
+
+    with pytest.warns(UserWarning, match="said") as caught:
+        line = sys._getframe().f_lineno + 1
+        warn_site_probe.outer()
+    assert (caught[0].filename, caught[0].lineno) == (__file__, line)

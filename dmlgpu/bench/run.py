@@ -19,6 +19,23 @@ from ..types import DataType
 from .report import header, line, plot, report_header, write_json
 
 
+#: Printed under the table, and kept in the report's ``method``, when the adapter is a software
+#: one (lavapipe, WARP, SwiftShader): what its figures mean there. Measured on lavapipe, 2 cores
+#: (benchmarks/LOG.md, 2026-11-28): timestamps are the driver's clock around the passes, below the
+#: wall time of the same dispatch and of the NumPy call when sampled in turn with them; HARDMAX's
+#: passes 549 us and the clear of its 4 MiB output 181 us (wall, with its submit) against the copy
+#: ceiling's 1062 us; the ceiling's own time moving 1.8x between runs a few seconds apart.
+CPU_ADAPTER_NOTE = (
+    "note: on a CPU adapter the shaders run on this machine's cores, and so: 'ours GPU' is the driver's clock "
+    "around the passes as the CPU ran them;",
+    "  the ceilings are kernels shaped for a GPU, which a CPU's plans can pass (above 100%; HARDMAX's output is "
+    "cleared by the driver's fill, a memset here, not by a shader's stores);",
+    "  'ours GPU' and 'e2e' are medians of samples timed seconds apart, so where the CPU's speed drifts, e2e can "
+    "come out below the GPU time.",
+    "  A check that every operator runs, not a speed to quote (docs/benchmarks.md#on-a-cpu-adapter).",
+)
+
+
 class Bench:
     """One run: the device, the suite, the peers and the host data cache; ``main`` keeps the results."""
 
@@ -70,6 +87,13 @@ def calibration_line(found: dict) -> str:
             f"{found['cost_s']:.2f} s in all; choices: {chosen or 'none'}")
 
 
+def title(report: dict, suite: Suite, device, peers: list[Peer]) -> str:
+    """The run's first line: the version, the suite, the adapter (and whether it is a CPU one), the peers."""
+    cpu = ", a CPU adapter (see the note below the table)" if device.runner.capabilities.software else ""
+    return (f"dmlgpu {report['dmlgpu_version']} bench, {suite.name} suite, on {device.name} ({device.runner.backend})"
+            f"{cpu}; peers: {', '.join(f'{p.name} {p.version} on {p.device_name}' for p in peers) or 'none importable'}")
+
+
 def main(device, args) -> int:
     """``dmlgpu bench``: 0 when every case ran (or was skipped) and answered right, 1 if any
     was wrong or failed, 2 for a bad request (no such case, --plot without matplotlib)."""
@@ -92,8 +116,10 @@ def main(device, args) -> int:
 
     peers = find_peers()
     report = report_header(device, suite, peers)
-    print(f"dmlgpu {report['dmlgpu_version']} bench, {suite.name} suite, on {device.name} ({device.runner.backend}); "
-          f"peers: {', '.join(f'{p.name} {p.version} on {p.device_name}' for p in peers) or 'none importable'}", flush=True)
+    software = device.runner.capabilities.software
+    if software:
+        report["method"]["cpu_adapter"] = " ".join(CPU_ADAPTER_NOTE)
+    print(title(report, suite, device, peers), flush=True)
     warm_bytes = max(math.prod(c.shape) * c.dtype.size for c in cases)
     print(f"warm-up: {warm_up(device.runner, min(warm_bytes, 256 << 20), suite.warmup_s)} reads in {suite.warmup_s} s",
           file=sys.stderr)
@@ -117,6 +143,8 @@ def main(device, args) -> int:
         print(line(result, peers), flush=True)
         if args.json:
             write_json(report, args.json)  # after every case, so a crash keeps what ran
+    if software:
+        print("\n".join(CPU_ADAPTER_NOTE))
     counts = {s: sum(r["status"] == s for r in report["results"]) for s in ("ok", "skipped", "error")}
     wrong = sum(r.get("correct") is False for r in report["results"])
     print(f"{counts['ok']} ran ({wrong} wrong), {counts['skipped']} skipped, {counts['error']} failed"
