@@ -26,7 +26,6 @@ import pathlib
 import tempfile
 import threading
 import time
-import warnings
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -35,6 +34,7 @@ import numpy as np
 
 from . import __version__
 from .desc import ArgReduction, operator_for
+from .errors import warn_at_caller
 from .plan import Tuning, Tunings, family_of
 from .tuning import (MARGIN, call_probe, candidates, choose, default_tuning, families, from_choices, probe, rate,
                      table_digest, tuning_changes)
@@ -159,8 +159,8 @@ class Calibration:
                     except Exception as err:  # noqa: BLE001 - calibration must never break a call
                         error = err
                 if report is None:
-                    warnings.warn(f"dmlgpu: calibrating {family} on {self.device.name!r} failed ({error}); "
-                                  "it keeps the built-in tuning", stacklevel=3)
+                    warn_at_caller(f"dmlgpu: calibrating {family} on {self.device.name!r} failed ({error}); "
+                                   "it keeps the built-in tuning", UserWarning)
                     self.chosen[family] = {}
                     continue
                 self.chosen[family] = report.changes[report.chosen]
@@ -226,8 +226,8 @@ class Calibration:
                 json.dump({"key": self.key(), "chosen": chosen}, f, indent=1, sort_keys=True)
             os.replace(f.name, self.path)
         except OSError as err:
-            warnings.warn(f"dmlgpu: could not write the tuning cache {self.path} ({err}); "
-                          "the choices hold for this process only", stacklevel=3)
+            warn_at_caller(f"dmlgpu: could not write the tuning cache {self.path} ({err}); "
+                           "the choices hold for this process only", UserWarning)
 
 
 def tune_lines(device: "Device", only: list[str] | None = None) -> list[str]:
