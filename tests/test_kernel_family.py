@@ -16,20 +16,9 @@ from dmlgpu import kernels, oracle, wgsl
 from dmlgpu.kernels.base import Cover, Shape
 from dmlgpu.plan import Capabilities, Tuning, family_of, plan
 
-#: The family's template (shaders/reduce_toy.wgsl, were it shipped): a thread an output.
-TOY_WGSL = """// reduce_toy: a thread an output, walking its few elements one by one.
-@compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let item = workgroup_index(wid) * WG + lid;
-    if (item >= params.split.z) {
-        return;
-    }
-    let work = work_of(item);
-    var best = walk_start(work.start);
-    fold_range(work.base.x, work.start, work.end, 0u, 1u, &best);
-    store_result(item, work.base.y, best);
-}
-"""
+#: The family's template (shaders/reduce_toy.wgsl, were it shipped): a thread an output, as the
+#: thread kernel's own text walks them.
+TOY_WGSL = "// reduce_toy: a thread an output, walking its few elements one by one.\n" + wgsl.template("reduce_thread")
 
 
 class ToyFamily:
