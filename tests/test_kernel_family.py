@@ -42,6 +42,10 @@ class ToyFamily:
         return "toy"
 
     @staticmethod
+    def bucket(shape: Shape, cover: Cover) -> str:
+        return ""  # nothing to choose between
+
+    @staticmethod
     def probe_shape(family, nbytes, size, rows_max_bytes):
         raise KeyError(family)  # nothing to choose between
 

@@ -5,7 +5,8 @@ A kernel family is a module of this package (``rows``, ``segments``, ``columns``
 ``merge``) holding, for one WGSL template: ``NAME`` (the template), its ``Settings`` (a frozen
 dataclass whose field defaults are a GPU's built-in values) and ``SOFTWARE`` (a CPU adapter's
 changes to them), ``cover`` (whether it takes a simplified shape, and on what grid and split),
-``family`` (which family of shapes a covered shape belongs to, for the tuner), its calibration
+``family`` and ``bucket`` (which family of shapes a covered shape belongs to, and where in it:
+what a calibration's choice is kept for), its calibration
 ``CANDIDATES`` and ``SOFTWARE_CANDIDATES`` by family and ``probe_shape`` (the shape a family's
 choice is measured on), ``plan_fields`` (the plan's fields it alone decides) and ``parts`` (the
 templates its pass is assembled from, after the common ones). Pure Python: nothing here
