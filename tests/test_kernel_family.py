@@ -91,3 +91,12 @@ def test_the_toy_family_runs_as_the_oracle(toy, op):
         np.testing.assert_array_equal(compiled(x), getattr(oracle, op)(x, (1,)))
     finally:
         device.close()
+
+
+def test_every_family_holds_what_a_family_holds():
+    """What kernels/base.py says a family's module holds, each of the library's and the toy."""
+    holds = ("NAME", "READS_QUADS", "RACES", "SOFTWARE", "CANDIDATES", "SOFTWARE_CANDIDATES", "cover", "family",
+             "bucket", "probe_shape", "plan_fields", "parts")
+    for family in (*kernels.FIRST_PASS, ToyFamily):
+        assert all(hasattr(family, name) for name in holds), [n for n in holds if not hasattr(family, n)]
+    assert all(family.CANDIDATES.keys() == family.SOFTWARE_CANDIDATES.keys() for family in kernels.FIRST_PASS)
