@@ -153,6 +153,19 @@ def test_the_runtime_is_entered_by_its_front_door():
     assert all(getattr(runtime, name) is not None for name in runtime.__all__)  # each name resolves in its room
 
 
+#: Names of GPU models, which no library file names: a setting's comment says why it exists and
+#: cites the LOG entry that measured it, and what a GPU needs comes from measuring it.
+GPU_MODELS = re.compile(r"\b(H100|H200|A100|RTX|Radeon)\b")
+
+
+def test_no_library_file_names_a_gpu():
+    files = [p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".c", ".js") and "__pycache__" not in p.parts]
+    files += list((ROOT / "shaders").glob("*.wgsl"))
+    named = {f"{p.relative_to(ROOT)}:{n}" for p in files for n, line in enumerate(p.read_text().splitlines(), 1)
+             if GPU_MODELS.search(line)}
+    assert not named, f"library lines that name a GPU model: {sorted(named)}"
+
+
 def _dunder_all(path: pathlib.Path) -> list[str] | None:
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):

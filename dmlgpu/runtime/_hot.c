@@ -51,12 +51,12 @@ typedef struct { void *next_in_chain; uint32_t mode; MapCallback callback; void 
 /* One device's poller: the threads waiting for maps on that device take turns polling it, one
  * at a time (``busy``), and the others wait for their own map to land, spinning, then asleep
  * until it lands or the poller leaves (``polled``). A blocking wgpuDevicePoll holds the device while
- * it waits; several threads polling at once took turns inside wgpu-native anyway (on the H100,
- * 8 threads making small calls: 642 calls/s polling at once, 2867 one caller at a time).
+ * it waits; several threads polling at once took turns inside wgpu-native anyway, and did
+ * several times fewer calls (benchmarks/LOG.md, "The settings' measurements": one poller).
  * No poll starts while a batch of calls is recorded and submitted, nor while any submit is
  * under way (``submitting``): a poll takes the device's locks that recording and submitting
- * need (on the H100, from 8 threads making small calls, a batch's recording took 306 us at
- * p50 of which 90 on the CPU, and its submit 90, of which 50, beside a spinning poller). */
+ * need (beside a spinning poller a batch's recording and submit took several times their
+ * CPU time: the same table). */
 typedef struct {
     _Atomic int busy, sleepers, submitting;
     _Atomic int landed; /* a map landed while a thread polled: it wakes the sleepers after its poll */
@@ -302,9 +302,9 @@ static uint64_t dml_submit(const DmlFns *f, H queue, H *buffers, size_t count) {
     return index;
 }
 
-/* Copies into mapped staging on several cores. Mapped upload staging is write-combined (on
- * the H100, memory of the GPU's behind the PCIe bar): one core writes it at about 15 GB/s, a
- * 600 KB input in 40-46 us; four cores together in about 21 us. ``DmlCopier``'s helper
+/* Copies into mapped staging on several cores. Mapped upload staging is write-combined
+ * (memory of the GPU's behind the PCIe bar, on a discrete GPU): one core writes it at about
+ * 15 GB/s, a few cores together about twice as fast (the same table: copy helpers). ``DmlCopier``'s helper
  * threads spin for ``spin_s`` after their last copy (so that a call that follows soon finds
  * them awake), then sleep until the next. A copy is cut into chunks that whoever comes first
  * claims, the caller included, so a copy never waits for a helper to wake up: at worst the

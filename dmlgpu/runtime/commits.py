@@ -107,8 +107,8 @@ class Commits:
         """Submit the recorded work now, as a thread alone (no submission under way and no
         batch waiting: ``idle``), holding the runner's lock through the submit: other threads
         wait the few microseconds of it rather than join a batch, and the call goes to the GPU
-        without ``_lead``'s handing over (on the H100 its Python took 1.7 us of a small call's
-        16). Otherwise the work stays recorded for the next submission. Under the lock."""
+        without ``_lead``'s handing over, whose Python is a tenth of a small call's host time
+        (benchmarks/LOG.md, "The settings' measurements"). Otherwise the work stays recorded for the next submission. Under the lock."""
         if self.idle():
             runner = self.runner
             path = runner.native

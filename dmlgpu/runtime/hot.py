@@ -22,8 +22,7 @@ SPIN_S = 0.5e-3
 #: Copies of at least this many bytes into mapped staging on the native path run on
 #: ``FILL_HELPERS`` threads besides the caller's (``hot_copier``; not on software adapters,
 #: as ``SPIN_S``). Upload staging is write-combined memory that one core writes at about
-#: 15 GB/s: on the H100's host a 600 KB input took 46.0 us on one core, 23.7 on two, 21.7 on
-#: four, 20.5 on eight (C threads spinning for the work, one process).
+#: 15 GB/s, and a few cores together about twice as fast (benchmarks/LOG.md, "The settings' measurements").
 FILL_PARALLEL_ABOVE = 128 << 10
 FILL_HELPERS = 3
 

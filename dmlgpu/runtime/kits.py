@@ -42,9 +42,7 @@ class Kit:
         Where the device binds mappable buffers (``in_place``: "mappable-primary-buffers"),
         the upload staging is the input itself and, for an output the caller says may be
         (``output_in_place``: ``CompiledOperator``), the read-back staging is the output: no
-        copy on either side. On the H100 a dispatch writing its 16 bytes straight into
-        mapped memory took 45-49 us a round trip against 54-59 with a copy into staging
-        (finish 3 us shorter, the wait 5 us), interleaved in one process."""
+        copy on either side, which shortens a round trip (benchmarks/LOG.md, "The settings' measurements": reads in place)."""
         if not isinstance(runner.path, NativePath):
             return None
         return cls(runner, runner.path, bind, in_nbytes, out_nbytes, clear, output_in_place)

@@ -32,8 +32,8 @@ READABLE = STORAGE | wgpu.BufferUsage.MAP_READ
 
 #: Freed storage buffers are kept for the next allocation of the same size, up to this many
 #: bytes in all (the oldest given back first): a NumPy call takes its GPU buffers from here,
-#: so that repeated calls allocate nothing (a 1 GiB buffer takes 40-56 ms to allocate and
-#: free on the H100) and find their bind groups cached. Running short of memory gives them
+#: so that repeated calls allocate nothing (a 1 GiB buffer takes tens of milliseconds to
+#: allocate and free: benchmarks/LOG.md, "The settings' measurements") and find their bind groups cached. Running short of memory gives them
 #: back before an allocation fails; Device.close() gives back everything.
 POOL_BYTES = 4 << 30
 #: Staging buffers of small reads and writes kept for reuse, in bytes of each kind.

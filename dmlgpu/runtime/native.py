@@ -216,9 +216,8 @@ class NativePath:
     def wait(self, m: NativeMap, ticket) -> None:
         """Wait until the map has landed (``dml_wait``), polling the device when no other
         thread does (one thread polls at a time; the others' maps land in its polls): first
-        without blocking, for up to ``spin_s`` (on the H100 a blocking poll returned 30 us
-        after the GPU was done: a dispatch and a 16-byte read-back took 92 us blocking, 60
-        spinning), then blocking, which leaves the core to others. No lock of ours is held,
+        without blocking, for up to ``spin_s`` (a blocking poll returns tens of microseconds
+        after the GPU is done: benchmarks/LOG.md, "The settings' measurements"), then blocking, which leaves the core to others. No lock of ours is held,
         nor the interpreter's (cffi lets go of it for every C call)."""
         self._landed(self.hot.dml_wait(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S,
                                        self.null if ticket is None else ticket))

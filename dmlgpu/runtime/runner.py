@@ -24,7 +24,7 @@ Objects are created through wgpu-py either way, so that their lifetimes stay wgp
   own command encoder, so a call interrupted while recording (an error, Ctrl-C) drops only
   its own encoder and never leaves a shared one half-written or locked; a pending encoder has
   no pass open, and a read-back adds its copy to the last one (one command buffer for a
-  small call's passes and its read-back: 9 us less than two on the H100). On the native
+  small call's passes and its read-back, shorter than two: benchmarks/LOG.md, "The settings' measurements"). On the native
   path a dispatch stays its steps until the submit (``Deferred``), which records it, under
   the lock, with the read-back that follows it in one C call.
 - No lock is held while a thread waits for the GPU, nor the interpreter's (cffi lets go of
@@ -56,12 +56,11 @@ import logging
 import os
 import threading
 import traceback
-import warnings
 from typing import Any
 
 import wgpu
 
-from ..errors import AdapterError, DeviceLostError
+from ..errors import AdapterError, DeviceLostError, warn_at_caller
 from ..plan import Capabilities
 from .adapters import choose_adapter, release_device, request_device
 from .backend import Backend
@@ -168,7 +167,7 @@ def _choose_path(device) -> NativePath | PublicPath:
                 return NativePath(device)
             except RuntimeError as err:  # no hot loop: installed without it, or it does not match
                 reason = str(err)
-        warnings.warn(f"dmlgpu: {reason}; using wgpu-py's public objects (slower small calls)", stacklevel=3)
+        warn_at_caller(f"dmlgpu: {reason}; using wgpu-py's public objects (slower small calls)", UserWarning)
     return PublicPath(device)
 
 

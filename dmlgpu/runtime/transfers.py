@@ -27,21 +27,18 @@ if TYPE_CHECKING:
 #: Reads and writes up to this size go through one staging buffer (or a queue write); larger
 #: ones stream through a ring of ``RING_DEPTH`` staging buffers of ``RING_CHUNK`` bytes, the
 #: host filling one while the GPU copies another, the host side copied by several threads.
-#: Interleaved on the H100's host, 1 GiB: 3 x 128 MiB uploaded at 27.2 GB/s and read back into
-#: a new array at 20.1, a NumPy-in argmax took 39.0 ms; 4 x 64 MiB: 26.2, 19.0, 41.8 ms.
+#: Three chunks of 128 MiB went faster than four of 64 (benchmarks/LOG.md, "The settings' measurements").
 RING_CHUNK = 128 << 20
 RING_DEPTH = 3
 STREAM_ABOVE = 16 << 20
 #: Host threads that copy a large transfer's chunks into staging memory (writes) and out of
 #: it (reads). Reads into a new array spend as much time on its page faults as on the copy,
-#: and faults run in parallel: on the H100's 16-core host, 1 GiB read back at 16.2 GB/s with
-#: 16 threads against 13.4 with 8, where uploads ran at 24.0 against 25.2 (interleaved).
+#: and faults run in parallel, so reads take more threads than writes (benchmarks/LOG.md, "The settings' measurements").
 WRITE_THREADS = 8
 READ_THREADS = 16
 #: Writes up to this size go through wgpu's queue; larger ones (up to ``STREAM_ABOVE``) are
 #: copied into a reused mapped staging buffer. wgpu-native makes a new staging buffer for
-#: each queue write: in the full suite on the H100 (torch and CuPy in the process, after the
-#: 1 GiB cases) a 600 KB one took 3.4 ms, where a fresh process took 50 us.
+#: each queue write, which a busy process pays dearly for (benchmarks/LOG.md, "The settings' measurements").
 QUEUE_WRITE_MAX = 64 << 10
 #: Host copies of at least this many bytes run on several threads.
 PARALLEL_COPY_ABOVE = 4 << 20
@@ -377,9 +374,8 @@ class Transfers:
         the map's start to the unmap the buffer is in ``runner.mapped``, so that no other submit
         uses it meanwhile (wgpu-native aborts the process on one; such a submit waits, others go
         ahead), and another read of it waits its turn (``runner.reading`` until then); the wait
-        itself holds no lock. On the H100 a
-        dispatch writing its 16 bytes straight into mapped memory took 45-49 us a round trip
-        against 54-59 with a copy into staging."""
+        itself holds no lock. A dispatch writing straight into mapped memory shortens a round
+        trip (benchmarks/LOG.md, "The settings' measurements": reads in place)."""
         runner, n = self.runner, self.runner.path
         assert isinstance(n, NativePath)  # (a readable buffer needs in_place, which needs it)
         with runner.lock:
