@@ -24,21 +24,25 @@ try:
 except ImportError:  # setuptools < 70.1
     from wheel.bdist_wheel import bdist_wheel
 
-HOT = Extension("dmlgpu.runtime._hot", sources=["dmlgpu/runtime/_hot.c"],
-                extra_compile_args=["-O2", "-std=c11", "-pthread"], extra_link_args=["-pthread"])
-MISSING = "_hot_missing.txt"
+_C = dict(extra_compile_args=["-O2", "-std=c11", "-pthread"], extra_link_args=["-pthread"])
+HOT = Extension("dmlgpu.runtime._hot", sources=["dmlgpu/runtime/_hot.c"], **_C)
+#: The benchmarks' bare round trip in C (``bench.gpu_timers``), which includes the hot loop's
+#: code: the library never loads it.
+ROUND_TRIPS = Extension("dmlgpu.bench._round_trips", sources=["dmlgpu/bench/_round_trips.c"],
+                        depends=["dmlgpu/runtime/_hot.c"], **_C)
 
 
 class BuildHot(build_ext):
     """Builds ``_hot.c`` as ``dmlgpu/runtime/_hot.so`` (a shared library named without
-    Python's tag), or writes why not next to where it would be."""
+    Python's tag), and the benchmarks' ``_round_trips.c`` beside the bench, or writes why not
+    next to where each would be (``_hot_missing.txt``, ``_round_trips_missing.txt``)."""
 
     def get_ext_filename(self, fullname: str) -> str:
         return os.path.join(*fullname.split(".")) + ".so"
 
     def build_extension(self, ext: Extension) -> None:
         target = self.get_ext_fullpath(ext.name)
-        missing = os.path.join(os.path.dirname(target), MISSING)
+        missing = os.path.join(os.path.dirname(target), ext.name.rsplit(".", 1)[1] + "_missing.txt")
         os.makedirs(os.path.dirname(target), exist_ok=True)
         reason = None
         if os.environ.get("DMLGPU_BUILD_HOT", "1").strip() == "0":
@@ -49,15 +53,15 @@ class BuildHot(build_ext):
             try:
                 super().build_extension(ext)
             except Exception as err:  # (a compiler missing or failing: setuptools' errors vary)
-                reason = f"no C compiler could build dmlgpu/runtime/_hot.c when it was installed ({err})"
+                reason = f"no C compiler could build {ext.sources[0]} when it was installed ({err})"
         if reason is None:
             if os.path.exists(missing):
                 os.remove(missing)
             return
         if os.path.exists(target):  # (an in-place build's library of an earlier build)
             os.remove(target)
-        self.warn(f"dmlgpu: the native path's hot loop was not built: {reason}; dmlgpu will use wgpu-py's "
-                  f"public path (slower small calls)")
+        self.warn(f"dmlgpu: {ext.sources[0]} was not built: {reason}" + (
+            "; dmlgpu will use wgpu-py's public path (slower small calls)" if ext is HOT else ""))
         with open(missing, "w") as f:
             f.write(reason + "\n")
 
@@ -73,4 +77,4 @@ class PlatformWheel(bdist_wheel):
         return "py3", "none", super().get_tag()[2]
 
 
-setup(ext_modules=[HOT], cmdclass={"build_ext": BuildHot, "bdist_wheel": PlatformWheel})
+setup(ext_modules=[HOT, ROUND_TRIPS], cmdclass={"build_ext": BuildHot, "bdist_wheel": PlatformWheel})

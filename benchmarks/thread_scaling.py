@@ -4,7 +4,7 @@ calls (GPU-resident in as users write them, NumPy in and out) under several spin
 bare wgpu-native round trip (``gpu_timers.bare_round_trips``: a dispatch, a 16-byte read-back,
 a map polled, nothing of ours in between) from as many threads, each with its own buffers:
 from Python (``bare``: each of wgpu-native's calls a cffi call, which lets go of the
-interpreter's lock and takes it back) and from C (``bare C``: ``_hot.c``'s ``dml_round_trips``,
+interpreter's lock and takes it back) and from C (``bare C``: ``bench/_round_trips.c``'s ``dml_round_trips``,
 one C call a thread for all its round trips, the interpreter's lock let go throughout). Our
 calls are also timed under one lock a call (``locked``: the calls of all threads taken one at a
 time, as a user's own lock would): where that does more than the unlocked calls, what threads

@@ -24,6 +24,7 @@ def wanted_in_wheel(hot: bool) -> set[str]:
     names |= {f"dmlgpu/suites/{p.name}" for p in (ROOT / "benchmarks" / "suites").glob("*.json")}
     names |= {"dmlgpu/py.typed", "dmlgpu/__init__.py", "dmlgpu/runtime/__init__.py", "dmlgpu/export_runner.js"}
     names.add("dmlgpu/runtime/_hot.so" if hot else "dmlgpu/runtime/_hot_missing.txt")
+    names.add("dmlgpu/bench/_round_trips.so" if hot else "dmlgpu/bench/_round_trips_missing.txt")
     return names
 
 
@@ -47,7 +48,7 @@ def main(argv: list[str]) -> int:
             top = pathlib.Path(path).name.removesuffix(".tar.gz")
             held = {n.removeprefix(top + "/") for n in tarfile.open(path).getnames()}
             sources = {"setup.py", "pyproject.toml", "README.md", "LICENSE", "dmlgpu/runtime/_hot.c",
-                       "dmlgpu/export_runner.js"}
+                       "dmlgpu/bench/_round_trips.c", "dmlgpu/export_runner.js"}
             sources |= {f"shaders/{p.name}" for p in (ROOT / "shaders").glob("*.wgsl")}
             missing += [f"{path}: {n}" for n in sorted(sources - held)]
     for line in missing:

@@ -67,8 +67,9 @@ venv_pip() { .venv/bin/python -m pip --version >/dev/null 2>&1 || .venv/bin/pyth
 #    when pyproject.toml, setup.py and _hot.c are unchanged since the last successful install
 #    and .venv still holds an editable dmlgpu pointing at this checkout.
 stamp=.venv/.dmlgpu-install-stamp
-want="$(.venv/bin/python -c 'import hashlib,sys; print(hashlib.sha256(b"".join(open(f,"rb").read() for f in sys.argv[1:])).hexdigest())' pyproject.toml setup.py dmlgpu/runtime/_hot.c)"
-built() { [ -e dmlgpu/runtime/_hot.so ] || [ -e dmlgpu/runtime/_hot_missing.txt ]; }
+want="$(.venv/bin/python -c 'import hashlib,sys; print(hashlib.sha256(b"".join(open(f,"rb").read() for f in sys.argv[1:])).hexdigest())' pyproject.toml setup.py dmlgpu/runtime/_hot.c dmlgpu/bench/_round_trips.c)"
+built() { { [ -e dmlgpu/runtime/_hot.so ] || [ -e dmlgpu/runtime/_hot_missing.txt ]; } \
+  && { [ -e dmlgpu/bench/_round_trips.so ] || [ -e dmlgpu/bench/_round_trips_missing.txt ]; }; }
 if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && built && .venv/bin/python -I - "$(pwd -P)" <<'EOF' 2>/dev/null
 import importlib.metadata as m, json, pathlib, sys
 d = json.loads(m.distribution("dmlgpu").read_text("direct_url.json") or "{}")

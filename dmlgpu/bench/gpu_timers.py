@@ -6,6 +6,7 @@ nothing of dmlgpu's in between.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,38 @@ def operator_gpu_times(op: "CompiledOperator", input: "Tensor", output: "Tensor"
     return gpu_times(op.device.runner, steps, clear=clear, repeats=repeats)
 
 
+#: ``dml_round_trips`` of ``_round_trips.c`` (its declaration in the hot loop's cffi terms), and
+#: the library, once loaded: [lib], or [None, why not].
+_ROUND_TRIPS_CDEF = """int dml_round_trips(const DmlFns *f, void *device, void *queue, void *pipeline, void *group,
+                    void *written, void *staging, size_t n, double spin_s, double *times);"""
+_round_trips: list = []
+_round_trips_lock = threading.Lock()
+
+
+def round_trips_library(hot_ffi):
+    """The benchmarks' C library (``setup.py`` builds ``_round_trips.c``, the hot loop's code and
+    ``dml_round_trips``, into ``dmlgpu/bench/``), loaded once through the hot loop's own cffi
+    declarations so that its ``DmlFns`` is the one the native path fills; None, with the
+    reason kept, where this install has none."""
+    with _round_trips_lock:
+        if not _round_trips:
+            _load_round_trips(hot_ffi)
+    return _round_trips[0]
+
+
+def _load_round_trips(hot_ffi) -> None:
+    from importlib import resources
+
+    folder = resources.files("dmlgpu.bench")
+    library = folder.joinpath("_round_trips.so")
+    if not library.is_file():
+        missing = folder.joinpath("_round_trips_missing.txt")
+        _round_trips[:] = [None, missing.read_text().strip() if missing.is_file() else "not built"]
+    else:
+        hot_ffi.cdef(_ROUND_TRIPS_CDEF)
+        _round_trips[:] = [hot_ffi.dlopen(str(library))]
+
+
 # Long because it is one straight run of wgpu-native calls, as in a probe of the bare round trip: split
 # up, the loop that is timed would call our Python between them.
 def bare_round_trips(runner: Runner, calls: int, upload: np.ndarray | None = None,
@@ -40,13 +73,16 @@ def bare_round_trips(runner: Runner, calls: int, upload: np.ndarray | None = Non
     passes may bind mappable memory (``in_place``), the dispatch writes the mapped buffer
     itself, with no copy, as a small call of ours does. None on the public path.
 
-    ``in_c`` (no ``upload``): the same round trips run by ``_hot.c``'s ``dml_round_trips``,
-    one C call for all of them, with no Python between wgpu-native's calls and the
+    ``in_c`` (no ``upload``): the same round trips run by ``_round_trips.c``'s
+    ``dml_round_trips`` (None where this install has no ``_round_trips.so``), one C call for all of them, with no Python between wgpu-native's calls and the
     interpreter's lock let go throughout: from several threads at once, what wgpu-native
     itself does in parallel (``benchmarks/thread_scaling.py``)."""
     if not isinstance(runner.path, NativePath) or (in_c and upload is not None):
         return None
     n = runner.path
+    trips = round_trips_library(n.hot_ffi) if in_c else None
+    if in_c and trips is None:
+        return None
     ffi, lib = n.ffi, n.lib
     pipeline = runner.programs.pipeline(_BARE_WGSL)
     params, src, dst = runner.programs.uniform(np.zeros(4, np.uint32)), runner.memory.storage(16), runner.memory.storage(16)
@@ -72,7 +108,8 @@ def bare_round_trips(runner: Runner, calls: int, upload: np.ndarray | None = Non
     times = np.empty(calls)
     try:
         if in_c:
-            if n.hot.dml_round_trips(n.fns, n.handle, n.queue, handles[0], handles[1],
+            assert trips is not None
+            if trips.dml_round_trips(n.fns, n.handle, n.queue, handles[0], handles[1],
                                      handles[3] if in_place else handles[2], handles[3], calls, n.spin_s,
                                      n.hot_ffi.from_buffer("double[]", times, require_writable=True)):
                 raise RuntimeError("a map of the bare round trip failed")

@@ -77,8 +77,6 @@ size_t dml_record_calls(const DmlFns *f, void *device, DmlCall *const *calls, si
 uint64_t dml_submit_calls(const DmlFns *f, void *queue, DmlCall *const *calls, size_t n, void **buffers,
                           size_t count);
 void dml_resume_polls(const DmlFns *f);
-int dml_round_trips(const DmlFns *f, void *device, void *queue, void *pipeline, void *group, void *written,
-                    void *staging, size_t n, double spin_s, double *times);
 """
 _hot_loaded: list = []  # [(ffi, lib)] once loaded, [None, reason] once it failed
 _copiers: dict = {}  # (pid, helpers, spin_s) -> DmlCopier of this process (hot_copier)
