@@ -284,3 +284,46 @@ def test_distributed_failure_surfaces_at_compute(client):
     with pytest.raises(TypeError, match=r"^chunk \(2, 1\) of x, on adapter '.+': x.dtype is complex64"):
         client.compute(dd.argmax(bad, (0, 1))).result()
     assert dd.argmax(x, (0, 1)).compute().tolist() == [[0]]  # the workers carry on
+
+
+def test_a_cluster_started_with_dasks_own_commands():
+    """docs/dask.md's recipe for several hosts, on this one: ``dask scheduler`` and one ``dask
+    worker`` per GPU, each pinned by ``DMLGPU_ADAPTER`` (here one, on lavapipe's adapter #0; the
+    fixture above runs two), on the loopback address; a client connects through the scheduler
+    file and computes."""
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    from distributed import Client
+
+    with tempfile.TemporaryDirectory() as folder:
+        scheduler_file = os.path.join(folder, "scheduler.json")
+        dask = [sys.executable, "-m", "dask"]
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        procs = [subprocess.Popen(dask + ["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                          "--scheduler-file", scheduler_file], **quiet)]
+        try:
+            while not os.path.exists(scheduler_file):
+                assert procs[0].poll() is None, "dask scheduler exited"
+                time.sleep(0.05)
+            for i in range(1):
+                procs.append(subprocess.Popen(
+                    dask + ["worker", "--scheduler-file", scheduler_file, "--nthreads", "2", "--no-dashboard",
+                            "--host", "127.0.0.1", "--name", f"gpu{i}"],
+                    env={**os.environ, "DMLGPU_ADAPTER": "#0"}, **quiet))
+            with Client(scheduler_file=scheduler_file, timeout=60) as client:
+                client.wait_for_workers(1, timeout=60)
+                assert list(client.run(lambda: os.environ.get("DMLGPU_ADAPTER")).values()) == ["#0"]
+                x = tie_heavy(np.random.default_rng(5), "float32", (8, 6))
+                got = client.compute(dd.argmax(da.from_array(x, chunks=(2, 3)), 0)).result()
+                np.testing.assert_array_equal(got, dmlgpu.argmax(x, 0))
+                client.shutdown()  # the scheduler and its workers, as a user ends such a cluster
+            for p in procs:
+                assert p.wait(timeout=60) is not None
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
