@@ -89,11 +89,11 @@ def pytest_configure(config):
 #: so that the two workers end together. Files not listed follow in their own order.
 LONGEST_FIRST = (
     "test_gpu.py",  # 95
+    "test_dask.py",  # 29 (a cluster of Dask's own commands, and one of local_cluster)
     "test_dask_numpy.py",  # 26
     "test_binding.py",  # 24
     "test_hardening.py",  # 23
     "test_subclasses.py",  # 17
-    "test_dask.py",  # 15
     "test_float64.py",  # 15
     "test_export_browser.py",  # 14
     "test_nan_numpy.py",  # 12
