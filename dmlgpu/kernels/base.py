@@ -89,6 +89,9 @@ class Settings:
 #: walking a row (or a chunk of one) alone (``loads_per_thread`` so large that a segment is one
 #: thread), no subgroup shuffles, and quads read in 64-bit halves.
 SOFTWARE = dict(workgroup_size=8, loads_per_thread=1 << 20, subgroups=False, wide_loads=True)
+#: What a CPU adapter's calibration tries besides its default, for every family it measures:
+#: workgroups of 64 lanes wherever a workgroup's size is set.
+SOFTWARE_WIDER = {"workgroup_size": 64, "single_output_workgroup_size": 64, "several_rows_workgroup_size": 64}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
-from .base import Cover, Shape, power_of_two_at_least, split
+from .base import SOFTWARE_WIDER, Cover, Shape, power_of_two_at_least, split
 
 if TYPE_CHECKING:
     from ..plan import Plan, Tuning
@@ -35,7 +35,7 @@ SOFTWARE: dict = {}
 
 CANDIDATES: dict[str, tuple[dict, ...]] = {"columns": ({}, {"columns_unroll": 4})}
 SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
-    "columns": ({}, {"workgroup_size": 64, "single_output_workgroup_size": 64, "several_rows_workgroup_size": 64}),
+    "columns": ({}, SOFTWARE_WIDER),
 }
 
 

@@ -11,7 +11,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
-from .base import WORKGROUP_STORAGE, Cover, Shape, cooperation, power_of_two_at_least, reads_quads
+from .base import SOFTWARE_WIDER, WORKGROUP_STORAGE, Cover, Shape, cooperation, power_of_two_at_least, reads_quads
 
 if TYPE_CHECKING:
     from ..plan import Plan, Tuning
@@ -54,7 +54,7 @@ SOFTWARE = dict(several_rows_workgroup_size=8, rows_max_bytes=64, row_stage=Fals
 
 CANDIDATES: dict[str, tuple[dict, ...]] = {"short_rows": ({}, {"loads_per_thread": 4})}
 SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
-    "short_rows": ({}, {"workgroup_size": 64, "single_output_workgroup_size": 64, "several_rows_workgroup_size": 64}),
+    "short_rows": ({}, SOFTWARE_WIDER),
 }
 
 

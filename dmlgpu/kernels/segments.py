@@ -12,7 +12,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
-from .base import Cover, Shape, cooperation, power_of_two_at_least, split
+from .base import SOFTWARE_WIDER, Cover, Shape, cooperation, power_of_two_at_least, split
 
 if TYPE_CHECKING:
     from ..plan import Plan, Tuning
@@ -57,8 +57,7 @@ CANDIDATES: dict[str, tuple[dict, ...]] = {
     "multi_axis": ({}, {"min_chunk_per_lane": 512, "batch": 4}),
 }
 SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
-    family: ({}, {"workgroup_size": 64, "single_output_workgroup_size": 64, "several_rows_workgroup_size": 64})
-    for family in ("rows", "few_rows", "single", "multi_axis")
+    family: ({}, SOFTWARE_WIDER) for family in ("rows", "few_rows", "single", "multi_axis")
 }
 
 
