@@ -307,7 +307,7 @@ _CITED = re.compile(r"(?<![\w/.:<>*{-])((?:[\w.-]+/)*[\w-]+\.(?:md|py|sh|c|wgsl|
 #: Names that are not citations of the repository's files: what a command writes (``--json
 #: out.json``) and files a build makes; placeholders in capitals (``OUT/full.json``,
 #: ``benchmarks/results/RUN.json``) are not either, but ``SPEC.md`` is a citation.
-NOT_CITATIONS = {"out.json", "out.png", "_hot_missing.txt", "_round_trips_missing.txt"}
+NOT_CITATIONS = {"out.json", "out.png", "_hot_missing.txt"}
 
 
 def _placeholder(path: str) -> bool:

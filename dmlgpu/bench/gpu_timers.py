@@ -30,36 +30,27 @@ def operator_gpu_times(op: "CompiledOperator", input: "Tensor", output: "Tensor"
     return gpu_times(op.device.runner, steps, clear=clear, repeats=repeats)
 
 
-#: ``dml_round_trips`` of ``_round_trips.c`` (its declaration in the hot loop's cffi terms), and
-#: the library, once loaded: [lib], or [None, why not].
+#: ``dml_round_trips`` of ``_round_trips.c``, declared in the hot loop's cffi terms.
 _ROUND_TRIPS_CDEF = """int dml_round_trips(const DmlFns *f, void *device, void *queue, void *pipeline, void *group,
                     void *written, void *staging, size_t n, double spin_s, double *times);"""
-_round_trips: list = []
+_round_trips: list = []  # [lib], or [None] where this install has none; once loaded
 _round_trips_lock = threading.Lock()
 
 
 def round_trips_library(hot_ffi):
     """The benchmarks' C library (``setup.py`` builds ``_round_trips.c``, the hot loop's code and
-    ``dml_round_trips``, into ``dmlgpu/bench/``), loaded once through the hot loop's own cffi
-    declarations so that its ``DmlFns`` is the one the native path fills; None, with the
-    reason kept, where this install has none."""
-    with _round_trips_lock:
-        if not _round_trips:
-            _load_round_trips(hot_ffi)
-    return _round_trips[0]
-
-
-def _load_round_trips(hot_ffi) -> None:
+    ``dml_round_trips``, into ``dmlgpu/bench/``, or writes why not beside it), loaded once through
+    the hot loop's own cffi declarations so that its ``DmlFns`` is the one the native path fills;
+    None where this install has none."""
     from importlib import resources
 
-    folder = resources.files("dmlgpu.bench")
-    library = folder.joinpath("_round_trips.so")
-    if not library.is_file():
-        missing = folder.joinpath("_round_trips_missing.txt")
-        _round_trips[:] = [None, missing.read_text().strip() if missing.is_file() else "not built"]
-    else:
-        hot_ffi.cdef(_ROUND_TRIPS_CDEF)
-        _round_trips[:] = [hot_ffi.dlopen(str(library))]
+    with _round_trips_lock:
+        if not _round_trips:
+            library = resources.files("dmlgpu.bench").joinpath("_round_trips.so")
+            if library.is_file():
+                hot_ffi.cdef(_ROUND_TRIPS_CDEF)
+            _round_trips[:] = [hot_ffi.dlopen(str(library)) if library.is_file() else None]
+    return _round_trips[0]
 
 
 # Long because it is one straight run of wgpu-native calls, as in a probe of the bare round trip: split
