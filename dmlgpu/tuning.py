@@ -59,9 +59,11 @@ def candidates(caps: Capabilities, family: str) -> tuple[Tuning, ...]:
 
 
 def probe_bytes(caps: Capabilities) -> int:
-    """Input bytes of a probe: past a GPU's last-level cache, small on a CPU."""
-    want = 1 << 20 if caps.software else 128 << 20
-    return max(1 << 20, min(want, caps.max_storage_binding // 2, caps.max_buffer // 4))
+    """Input bytes of a probe at most: a call of up to 1 GiB is measured at its own size on a GPU
+    (a probe of 128 MiB, its rows 8 times shorter, chose workgroups of 128 for rows of 64 Ki
+    FLOAT32 that cost them 2% at full size: benchmarks/LOG.md, 2026-11-28); small on a CPU."""
+    want = 1 << 20 if caps.software else 1 << 30
+    return max(1 << 20, min(want, caps.max_storage_binding, caps.max_buffer // 2))
 
 
 def probe(family: str, caps: Capabilities) -> ArgReduction:
@@ -81,16 +83,16 @@ def texts(red: ArgReduction, caps: Capabilities, nan_mode: NanMode, tuning: Tuni
 
 
 def call_probe(red: ArgReduction, nan_mode: NanMode, caps: Capabilities) -> ArgReduction | None:
-    """A probe shaped after a call: its reduction packed, with sizes halved (the reduced axes
-    first, so that it keeps the call's outputs, and so the work in flight, where it can) while
-    it is larger than ``probe_bytes`` (half of it for HARDMAX, whose output is as large),
-    or its outermost kept size doubled while it is at most half of that, each step kept only
-    where the family is the same and every candidate plans it with the call's own WGSL texts.
-    So the pipelines a calibration compiles for it are those the call then runs: measuring
-    costs the candidates' compiles other than the call's own. None where no such shape lies
-    within a factor of two of that size (a call too small to grow unchanged), or where two
-    candidates plan the call alike (it cannot tell them apart, and the choice holds for the
-    whole family): the family's own ``probe`` is measured then."""
+    """A probe shaped after a call: its reduction packed, the call's own sizes where it holds
+    between an eighth of ``probe_bytes`` and all of it (half of that for HARDMAX, whose output
+    is as large), else its sizes halved (the reduced axes first, so that it keeps the call's
+    outputs, and so the work in flight, where it can) while it is larger, or its outermost kept
+    size doubled while it is smaller, each step kept only where the family is the same and
+    every candidate plans it with the call's own WGSL texts. So the pipelines a calibration
+    compiles for it are those the call then runs: measuring costs the candidates' compiles
+    other than the call's own. None where no such shape lies in that window (a call too small
+    to grow unchanged), or where two candidates plan the call alike (it cannot tell them apart,
+    and the choice holds for the whole family): the family's own ``probe`` is measured then."""
     base = default_tuning(caps)
     family = family_of(red, caps, base)
     tunings = candidates(caps, family)
@@ -118,13 +120,13 @@ def call_probe(red: ArgReduction, nan_mode: NanMode, caps: Capabilities) -> ArgR
                 break
         else:
             break
-    while found is not None and kept and 2 * found.input.total_tensor_size_in_bytes <= target:
+    while found is not None and kept and found.input.total_tensor_size_in_bytes < target // 8:
         trial = sizes[:kept[0]] + [sizes[kept[0]] * 2] + sizes[kept[0] + 1:]
         larger = shaped(trial)
         if larger is None:
             break
         sizes, found = trial, larger
-    if found is None or not target // 2 <= found.input.total_tensor_size_in_bytes <= 2 * target:
+    if found is None or not target // 8 <= found.input.total_tensor_size_in_bytes <= target:
         return None
     return found
 

@@ -127,7 +127,9 @@ def test_a_probe_shaped_after_a_call_compiles_the_calls_own_texts(sizes, axes, d
         (call.op, call.axes, call.direction, call.output.data_type)
     assert family_of(probed, caps, base) == family
     target = probe_bytes(caps) // (2 if op == "hardmax" else 1)  # (HARDMAX's output as large again)
-    assert target // 2 <= probed.input.total_tensor_size_in_bytes <= 2 * target
+    assert target // 8 <= probed.input.total_tensor_size_in_bytes <= target
+    if target // 8 <= call.input.total_tensor_size_in_bytes <= target:
+        assert probed.input.sizes == call.input.sizes  # measured at its own size
     for tuning in candidates(caps, family):
         assert texts(probed, caps, nan_mode, tuning) == texts(call, caps, nan_mode, tuning)
 
