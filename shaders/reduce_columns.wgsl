@@ -1,25 +1,42 @@
-// A thread per 16-byte quad of outputs (PER_QUAD outputs, one quad of each reduced row): for
-// reductions over outer or middle axes, where outputs are contiguous in memory. Each step
-// loads the quad of one row and advances its outputs' pairs together, so a warp reads 512
-// contiguous bytes per load. The plan checked that every quad is aligned, so one output's
-// offsets give the others'.
-// Constants: WG, PER_QUAD (from load_quads.wgsl), COL_INTERLEAVE, COL_UNROLL.
+// A work item per 16-byte quad of outputs (PER_QUAD outputs, one quad of each reduced row)
+// and chunk of rows: for reductions over outer or middle axes, where outputs are contiguous
+// in memory. Each step loads the quad of one row and advances its outputs' pairs together, so
+// a warp reads 512 contiguous bytes per load. The plan checked that every quad is aligned, so
+// one output's offsets give the others'.
+// SEG threads (lanes) share a work item, each taking every SEG-th of its chunk's rows; their
+// pairs meet in workgroup memory and lane 0 stores the item's, so SEG times fewer pairs reach
+// the outputs' words (a race: store_race.wgsl) for as many threads loading. Lane l of the WG /
+// SEG items of a workgroup is thread l * (WG / SEG) + item, so a warp's lanes hold
+// neighbouring quads.
+// Constants: WG, SEG, PER_QUAD (from load_quads.wgsl), COL_INTERLEAVE, COL_UNROLL.
+
+const ITEMS: u32 = WG / SEG;  // work items a workgroup
+// Lanes 1 .. SEG - 1's pairs of one part, for lane 0 to merge (one entry where SEG is 1).
+var<workgroup> lane_keys: array<vec4<u32>, max(ITEMS * (SEG - 1u), 1u)>;
+var<workgroup> lane_indices: array<vec4<u32>, max(ITEMS * (SEG - 1u), 1u)>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let item = workgroup_index(wid) * WG + lid;
     let outputs = params.counts.x;
     let groups = outputs / PER_QUAD;
-    if (item >= groups * params.split.x) {
-        return;
-    }
+    let items = groups * params.split.x;
+    let at = lid % ITEMS;
+    let lane = lid / ITEMS;
+    // A thread past the last work item walks the last one again, and stores nothing: every
+    // thread reaches the workgroup's barriers.
+    let item = workgroup_index(wid) * ITEMS + at;
+    let mine = min(item, items - 1u);
     // A division by a uniform costs tens of instructions: none where there is one chunk.
-    let o = select(item % groups, item, ONE_CHUNK) * PER_QUAD;
-    let chunk = select(item / groups, 0u, ONE_CHUNK);
-    // COL_INTERLEAVE: chunk c takes rows c, c + split, ...; otherwise its run of rows.
-    let step = select(1u, params.split.x, COL_INTERLEAVE);
-    let start = select(chunk * params.split.y, chunk, COL_INTERLEAVE);
-    let end = select(start + min(params.split.y, params.counts.y - start), params.counts.y, COL_INTERLEAVE);
+    let o = select(mine % groups, mine, ONE_CHUNK) * PER_QUAD;
+    let chunk = select(mine / groups, 0u, ONE_CHUNK);
+    // COL_INTERLEAVE: chunk c takes rows c, c + split, ...; otherwise its run of rows. A lane
+    // takes every SEG-th of those, from the lane-th.
+    let chunk_step = select(1u, params.split.x, COL_INTERLEAVE);
+    let chunk_start = select(chunk * params.split.y, chunk, COL_INTERLEAVE);
+    let end = select(chunk_start + min(params.split.y, params.counts.y - chunk_start), params.counts.y, COL_INTERLEAVE);
+    let step = chunk_step * SEG;
+    // A lane whose first row lies past the chunk's end starts (and stays) at its last row.
+    let start = min(chunk_start + lane * chunk_step, end - 1u);
     let offsets = kept_offsets(o);
     let base = offsets.x;
 
@@ -34,8 +51,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     // COL_UNROLL rows' quads are loaded before any is folded. Past the chunk's end a step
     // loads the output's last reduced row instead: its index is at least every one held, so
-    // the walk's indices never fall, and a row folded twice (here, or in the chunk it belongs
-    // to when chunks interleave) is the same pair, which no merge can mistake.
+    // the walk's indices never fall, and a row folded twice (here, in another lane, or in the
+    // chunk it belongs to when chunks interleave) is the same pair, which no merge can mistake.
     for (var r0 = start + step; r0 < end; r0 += step * COL_UNROLL) {
         var words: array<vec4<u32>, COL_UNROLL>;
         for (var u = 0u; u < COL_UNROLL; u++) { // unroll
@@ -52,6 +69,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 best_index[p] = select(best_index[p], vec4<u32>(r), wins);
             }
         }
+    }
+    // The lanes' pairs, part by part, merged into lane 0's with the whole tie rule (their
+    // indices interleave).
+    if (SEG > 1u) {
+        for (var p = 0u; p < PER_WORD; p++) { // unroll
+            if (lane > 0u) {
+                lane_keys[lid - ITEMS] = best_key[p];
+                lane_indices[lid - ITEMS] = best_index[p];
+            }
+            workgroupBarrier();
+            if (lane == 0u) {
+                for (var l = 0u; l < SEG - 1u; l++) { // unroll
+                    let k = lane_keys[l * ITEMS + at];
+                    let i = lane_indices[l * ITEMS + at];
+                    let earlier = select(i > best_index[p], i < best_index[p], INCREASING);
+                    let wins = (k > best_key[p]) | ((k == best_key[p]) & earlier);
+                    best_key[p] = select(best_key[p], k, wins);
+                    best_index[p] = select(best_index[p], i, wins);
+                }
+            }
+            workgroupBarrier();
+        }
+    }
+    if (lane > 0u || item >= items) {
+        return;
     }
     let out_step = params.kept_out[(KEPT_RANK - 1u) / 4u][(KEPT_RANK - 1u) % 4u];
     for (var i = 0u; i < PER_QUAD; i++) { // unroll

@@ -1134,9 +1134,11 @@ def test_racing_split_leaves_its_words_ready_for_the_next_call(race_device):
 # --- columns: a quad of outputs a thread, split (reduce_columns) ---------------------------
 
 
-COLUMN_TUNINGS = {  # columns_interleave, columns_unroll, race (where the adapter can)
-    "runs": (False, 1, True), "runs-unroll2": (False, 2, True), "interleaved": (True, 1, True),
-    "interleaved-unroll3": (True, 3, True), "interleaved-unroll2-merge-pass": (True, 2, False),
+COLUMN_TUNINGS = {  # columns_interleave, columns_unroll, race (where the adapter can), columns_lanes
+    "runs": (False, 1, True, 1), "runs-unroll2": (False, 2, True, 1), "interleaved": (True, 1, True, 1),
+    "interleaved-unroll3": (True, 3, True, 1), "interleaved-unroll2-merge-pass": (True, 2, False, 1),
+    "interleaved-lanes4": (True, 2, True, 4), "runs-unroll3-lanes8": (False, 3, True, 8),
+    "interleaved-lanes2-merge-pass": (True, 1, False, 2),
 }
 
 
@@ -1144,13 +1146,15 @@ COLUMN_TUNINGS = {  # columns_interleave, columns_unroll, race (where the adapte
 def columns_device(request):
     """290 rows in 7 chunks of 42 (41 or 42 rows when they interleave) and a last one of 38:
     walks of 2 or 3 rows a step end on ragged steps, and the last chunk is short; the chunks
-    race to merge (store_race.wgsl) or leave their pairs to a merge pass."""
+    race to merge (store_race.wgsl) or leave their pairs to a merge pass. With lanes, a chunk's
+    rows are shared by 2, 4 or 8 threads, whose pairs meet in workgroup memory, and the last
+    workgroup holds fewer work items than it has room for (28 items, 32 / lanes a workgroup)."""
     from dmlgpu.plan import Tuning
 
-    interleave, unroll, race = COLUMN_TUNINGS[request.param]
-    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_threads=64, min_chunk_thread=40,
+    interleave, unroll, race, lanes = COLUMN_TUNINGS[request.param]
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, target_threads=64 * lanes, min_chunk_thread=40 // lanes,
                                        columns_interleave=interleave, columns_unroll=unroll,
-                                       race_max_chunks=4096 if race else 0))
+                                       race_max_chunks=4096 if race else 0, columns_lanes=lanes))
 
 
 @pytest.mark.parametrize("data_type", SMALL_TYPES, ids=lambda t: t.name)
@@ -1172,6 +1176,7 @@ def test_split_columns(request, columns_device, data_type):
     tuning = columns_device.tuning
     assert plan.race == (tuning.race_max_chunks > 0 and columns_device.runner.capabilities.int64_atomics)
     assert (plan.column_interleave, plan.column_unroll) == (tuning.columns_interleave, tuning.columns_unroll)
+    assert plan.segment == tuning.columns_lanes
     # Random columns, where the bests climb
     noise = rng.standard_t(3, x.shape) * (50 if data_type.is_float else 2**(8 * data_type.size))
     noise = noise.astype(data_type.numpy) if data_type.is_float else noise.astype(np.int64).astype(data_type.numpy)

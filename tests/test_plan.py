@@ -1,6 +1,7 @@
 """The planner, without a GPU: simplification, kernel choice, splits and grids."""
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -244,6 +245,17 @@ def test_columns_plans_take_the_tunings_walk_and_other_plans_keep_its_defaults()
     assert (tall.kernel, tall.split) == ("reduce_columns", 1)
     rows = argmax_plan((4096, 65536), [1], tuning=Tuning(columns_unroll=2))
     assert (rows.column_interleave, rows.column_unroll) == (False, 1)  # not a columns plan
+
+
+def test_columns_lanes_share_a_chunk_and_keep_the_threads():
+    one = argmax_plan((65536, 4096), [0])
+    four = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_lanes=4))
+    assert (one.segment, one.split, four.segment, four.split) == (1, 128, 4, 32)  # 4x fewer pairs racing
+    assert math.prod(four.grid) == math.prod(one.grid)  # as many threads loading
+    # Lanes are a power of two dividing the workgroup, and no more than a chunk has rows.
+    assert argmax_plan((65536, 4096), [0], tuning=Tuning(columns_lanes=6, workgroup_size=64)).segment == 4
+    assert argmax_plan((3, 4096), [0], tuning=Tuning(columns_lanes=8)).segment == 2
+    assert argmax_plan((4096, 65536), [1], tuning=Tuning(columns_lanes=4)).kernel != "reduce_columns"
 
 
 def test_marked_loops_are_written_out_with_constant_indices():

@@ -29,6 +29,9 @@ class Settings:
     #: reduce_columns loads this many rows' quads before folding any (loads in flight a thread,
     #: against registers; benchmarks/LOG.md, "The settings' measurements").
     columns_unroll: int = 2
+    #: reduce_columns: threads (lanes) a work item, their pairs merged in workgroup memory
+    #: before one reaches the outputs (benchmarks/LOG.md, "The settings' measurements").
+    columns_lanes: int = 1
 
 
 SOFTWARE: dict = {}
@@ -41,12 +44,18 @@ SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
 
 def cover(shape: Shape, tuning: "Tuning") -> Cover | None:
     """Outputs that share 16-byte loads (``Shape.columns``), split by the thread kernel's
-    settings; None otherwise."""
+    settings into chunks of ``columns_lanes`` threads each; None otherwise."""
     if not shape.columns:
         return None
-    threads = shape.outputs // shape.columns  # a quad of outputs a thread
-    chunks, chunk = split(shape.count, threads, tuning.target_threads, tuning.min_chunk_thread, 0, shape.most)
-    return Cover(tuning.workgroup_size, chunks, chunk, math.ceil(threads * chunks / tuning.workgroup_size))
+    quads = shape.outputs // shape.columns  # a quad of outputs a work item
+    # A power of two that divides the workgroup, and no more lanes than a chunk has rows.
+    lanes = math.gcd(1 << (max(1, tuning.columns_lanes).bit_length() - 1), tuning.workgroup_size)
+    chunks, chunk = split(shape.count, quads * lanes, tuning.target_threads, tuning.min_chunk_thread * lanes, 0,
+                          shape.most)
+    while lanes > chunk:
+        lanes //= 2
+    return Cover(tuning.workgroup_size, chunks, chunk, math.ceil(quads * chunks * lanes / tuning.workgroup_size),
+                 segment=lanes)
 
 
 def family(shape: Shape, cover: Cover) -> str:
