@@ -11,9 +11,10 @@
 // Constants: WG, SEG, PER_QUAD (from load_quads.wgsl), COL_INTERLEAVE, COL_UNROLL.
 
 const ITEMS: u32 = WG / SEG;  // work items a workgroup
+const OTHER_LANES: u32 = SEG - 1u;
 // Lanes 1 .. SEG - 1's pairs of one part, for lane 0 to merge (one entry where SEG is 1).
-var<workgroup> lane_keys: array<vec4<u32>, max(ITEMS * (SEG - 1u), 1u)>;
-var<workgroup> lane_indices: array<vec4<u32>, max(ITEMS * (SEG - 1u), 1u)>;
+var<workgroup> lane_keys: array<vec4<u32>, max(ITEMS * OTHER_LANES, 1u)>;
+var<workgroup> lane_indices: array<vec4<u32>, max(ITEMS * OTHER_LANES, 1u)>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -80,7 +81,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
             workgroupBarrier();
             if (lane == 0u) {
-                for (var l = 0u; l < SEG - 1u; l++) { // unroll
+                for (var l = 0u; l < OTHER_LANES; l++) { // unroll
                     let k = lane_keys[l * ITEMS + at];
                     let i = lane_indices[l * ITEMS + at];
                     let earlier = select(i > best_index[p], i < best_index[p], INCREASING);

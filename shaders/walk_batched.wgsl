@@ -31,7 +31,24 @@ fn odometer_at(r: u32) -> Odometer {
 }
 
 // Moves `at` on by the element count whose digits are `by`, carrying from dimension to dimension.
+// With one or two reduced dimensions the offset moves by `by`'s, and by the outer stride less
+// an inner row's where the inner digit wraps (it wraps at most once: both digits are below the
+// size): an add and a select a quad, where the general carry multiplies each digit by its stride.
 fn odometer_add(at: ptr<function, Odometer>, by: Odometer) {
+    if (RED_RANK == 1u) {
+        (*at).digit[0] += by.digit[0];
+        (*at).offset += by.offset;
+        return;
+    }
+    if (RED_RANK == 2u) {
+        let size = params.red_size[0][1];
+        let digit = (*at).digit[RED_RANK - 1u] + by.digit[RED_RANK - 1u];  // the inner digit, [1]
+        let wrap = digit >= size;
+        (*at).digit[RED_RANK - 1u] = select(digit, digit - size, wrap);
+        (*at).digit[0] += by.digit[0] + select(0u, 1u, wrap);
+        (*at).offset += by.offset + select(0u, params.red_in[0][0] - size * params.red_in[0][1], wrap);
+        return;
+    }
     var carry = 0u;
     var offset = 0u;
     for (var d = i32(RED_RANK) - 1; d >= 1; d--) {

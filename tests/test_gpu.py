@@ -726,7 +726,7 @@ def small_tuning_device(request):
     device = dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=1, target_workgroups=64,
                                          min_chunk_per_lane=1, min_chunk_per_lane_single=1, target_threads=512, min_chunk_thread=5,
                                          merge_workgroup_above=16, subgroups=request.param, rows_max_bytes=0,
-                                         race_max_chunks=0, merge_workgroup_below=0))
+                                         race_max_chunks=0, merge_workgroup_below=0, columns_lanes=2))
     return device
 
 

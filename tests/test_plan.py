@@ -55,7 +55,7 @@ def test_kept_dims_put_smallest_input_stride_innermost():
         ((4096, 65536), [1], "reduce_segments", "load_quads", 256, 1),  # long rows: a workgroup each
         ((1, 151936), [1], "reduce_segments", "load_quads", 128, 295),  # one long row: a quad a thread, workgroups of 128
         ((2**28,), [0], "reduce_segments", "load_quads", 128, 4096),  # all axes: split
-        ((65536, 4096), [0], "reduce_columns", "load_quads", 1, 128),  # outer axis: columns, split
+        ((65536, 4096), [0], "reduce_columns", "load_quads", 8, 16),  # outer axis: columns, split, 8 lanes a chunk
         ((16, 21, 512, 512), [1], "reduce_columns", "load_quads", 1, 1),  # middle axis
         ((16777216, 8), [1], "reduce_rows", "load_quads", 1, 1),  # many tiny rows: two a thread
         ((4194304, 64), [1], "reduce_rows", "load_quads", 2, 1),  # 128 rows a workgroup
@@ -237,10 +237,10 @@ def test_short_rows_of_several_a_thread_store_through_workgroup_memory_where_it_
 
 
 def test_columns_plans_take_the_tunings_walk_and_other_plans_keep_its_defaults():
-    runs = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_interleave=False, columns_unroll=3))
+    runs = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_interleave=False, columns_unroll=3, columns_lanes=1))
     assert (runs.kernel, runs.column_interleave, runs.column_unroll, runs.split) == ("reduce_columns", False, 3, 128)
     cols = argmax_plan((65536, 4096), [0])
-    assert (cols.column_interleave, cols.column_unroll, cols.split) == (True, 2, 128)  # the defaults
+    assert (cols.column_interleave, cols.column_unroll, cols.segment, cols.split) == (True, 4, 8, 16)  # the defaults
     tall = argmax_plan((8, 16777216), [0])  # a quad of outputs a thread is work enough: unsplit
     assert (tall.kernel, tall.split) == ("reduce_columns", 1)
     rows = argmax_plan((4096, 65536), [1], tuning=Tuning(columns_unroll=2))
@@ -248,13 +248,15 @@ def test_columns_plans_take_the_tunings_walk_and_other_plans_keep_its_defaults()
 
 
 def test_columns_lanes_share_a_chunk_and_keep_the_threads():
-    one = argmax_plan((65536, 4096), [0])
+    one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_lanes=1))
     four = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_lanes=4))
     assert (one.segment, one.split, four.segment, four.split) == (1, 128, 4, 32)  # 4x fewer pairs racing
     assert math.prod(four.grid) == math.prod(one.grid)  # as many threads loading
     # Lanes are a power of two dividing the workgroup, and no more than a chunk has rows.
     assert argmax_plan((65536, 4096), [0], tuning=Tuning(columns_lanes=6, workgroup_size=64)).segment == 4
-    assert argmax_plan((3, 4096), [0], tuning=Tuning(columns_lanes=8)).segment == 2
+    assert argmax_plan((3, 4096), [0], tuning=Tuning(columns_lanes=8, min_chunk_thread=1)).segment == 2
+    # No lanes where a chunk would not race: a quad of outputs a thread is work enough.
+    assert argmax_plan((8, 16777216), [0], tuning=Tuning(columns_lanes=8)).segment == 1
     assert argmax_plan((4096, 65536), [1], tuning=Tuning(columns_lanes=4)).kernel != "reduce_columns"
 
 

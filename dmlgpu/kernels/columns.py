@@ -28,15 +28,18 @@ class Settings:
     columns_interleave: bool = True
     #: reduce_columns loads this many rows' quads before folding any (loads in flight a thread,
     #: against registers; benchmarks/LOG.md, "The settings' measurements").
-    columns_unroll: int = 2
-    #: reduce_columns: threads (lanes) a work item, their pairs merged in workgroup memory
-    #: before one reaches the outputs (benchmarks/LOG.md, "The settings' measurements").
-    columns_lanes: int = 1
+    columns_unroll: int = 4
+    #: reduce_columns, where chunks race: threads (lanes) a work item, their pairs merged in
+    #: workgroup memory before one reaches the outputs' words, so that fewer pairs race for
+    #: as many threads loading (benchmarks/LOG.md, "The settings' measurements").
+    columns_lanes: int = 8
 
 
-SOFTWARE: dict = {}
+#: A CPU adapter's: one thread a work item (no barriers), two rows loaded at once.
+SOFTWARE: dict = dict(columns_lanes=1, columns_unroll=2)
 
-CANDIDATES: dict[str, tuple[dict, ...]] = {"columns": ({}, {"columns_unroll": 4})}
+#: The walk before lanes, where the lanes' merges would not pay.
+CANDIDATES: dict[str, tuple[dict, ...]] = {"columns": ({}, {"columns_lanes": 1, "columns_unroll": 2})}
 SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
     "columns": ({}, SOFTWARE_WIDER),
 }
@@ -48,10 +51,13 @@ def cover(shape: Shape, tuning: "Tuning") -> Cover | None:
     if not shape.columns:
         return None
     quads = shape.outputs // shape.columns  # a quad of outputs a work item
-    # A power of two that divides the workgroup, and no more lanes than a chunk has rows.
-    lanes = math.gcd(1 << (max(1, tuning.columns_lanes).bit_length() - 1), tuning.workgroup_size)
-    chunks, chunk = split(shape.count, quads * lanes, tuning.target_threads, tuning.min_chunk_thread * lanes, 0,
-                          shape.most)
+    chunks, chunk = split(shape.count, quads, tuning.target_threads, tuning.min_chunk_thread, 0, shape.most)
+    # Lanes only where chunks would race (a quad of outputs a thread has work enough
+    # otherwise): a power of two that divides the workgroup, no more lanes than a chunk has rows.
+    lanes = math.gcd(1 << (max(1, tuning.columns_lanes).bit_length() - 1), tuning.workgroup_size) if chunks > 1 else 1
+    if lanes > 1:
+        chunks, chunk = split(shape.count, quads * lanes, tuning.target_threads, tuning.min_chunk_thread * lanes, 0,
+                              shape.most)
     while lanes > chunk:
         lanes //= 2
     return Cover(tuning.workgroup_size, chunks, chunk, math.ceil(quads * chunks * lanes / tuning.workgroup_size),
