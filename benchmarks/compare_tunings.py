@@ -119,7 +119,8 @@ def main(specs: list[str], json_path: str | None = None) -> None:
         torch_cell = rate(times["torch"]) if peer else "        -"
         ceiling_cell = f"{ceiling.bytes / np.median(times['ceiling']) / 1e9:9.0f}" if ceiling else "        -"
         print(f"{case.name:14} " + " ".join(cells) + f" {ceiling_cell} {torch_cell}{chose}")
-        record.append({"case": case.name, "bytes": nbytes, "latency": case.latency, "correct": correct,
+        record.append({"case": case.name, "bytes": nbytes, "ceiling_bytes": ceiling.bytes if ceiling else None,
+                       "latency": case.latency, "correct": correct,
                        "chose": chose.strip(), "seconds": {k: [float(t) for t in v] for k, v in times.items() if v}})
         for _c, s, r in runs.values():
             s.release()

@@ -1,15 +1,16 @@
 """The performance tables of the README and the docs, from a full-suite JSON of ``dmlgpu bench``.
 
     python benchmarks/readme_table.py benchmarks/results/RUN.json            # print the full tables
-    python benchmarks/readme_table.py benchmarks/results/RUN.json --readme README.md
+    python benchmarks/readme_table.py benchmarks/results/RUN.json [RUN2.json ...] --readme README.md
 
-With ``--readme``, two marked blocks are replaced, both from the same run, so that the numbers
-are always those of one committed run: the README's headline (a few key rows, between
-``<!-- bench-headline -->`` and ``<!-- /bench-headline -->``) and the full tables of the
-performance page (``docs/benchmarks.md`` beside the README unless ``--page`` names another
-file; between ``<!-- bench-tables -->`` and ``<!-- /bench-tables -->``). ``--page`` alone
-writes only the page. Paths in the tables are relative to the README's folder (the
-repository's root), or to the current folder without ``--readme``.
+With ``--readme``, two marked blocks are replaced, both from the same runs (one a GPU), so that
+the numbers are always those of committed runs: the README's headline (a few key rows, a
+column a GPU, between ``<!-- bench-headline -->`` and ``<!-- /bench-headline -->``) and the
+full tables of the performance page, each run's in turn (``docs/benchmarks.md`` beside the
+README unless ``--page`` names another file; between ``<!-- bench-tables -->`` and
+``<!-- /bench-tables -->``). ``--page`` alone writes only the page. Paths in the tables are
+relative to the README's folder (the repository's root), or to the current folder without
+``--readme``.
 """
 
 from __future__ import annotations
@@ -136,39 +137,64 @@ def _throughput(results: list) -> list[str]:
     return lines
 
 
-def headline(report: dict, source: str) -> str:
-    """The README's few lines: key bandwidth rows, the range over every case, one small call,
-    one large NumPy call, with the performance page for the rest."""
-    results = report["results"]
-    lines = _intro(report, source) + ["", "| case | dmlgpu GB/s | % of ceiling | speed-up over torch |",
-                                      "|---|---|---|---|"]
-    gpu = _bandwidth(results)
-    for r in gpu:
-        if r["name"] in HEADLINE_CASES:
-            t = r["peers"].get("torch", {})
-            lines.append(f"| {_what(r)} | {r['gbps']:.0f} | {r['pct_of_ceiling']:.0f}% | {t.get('speedup', 0):.2f} |")
+def headline(runs: list[tuple[dict, str]]) -> str:
+    """The README's few lines from one run a GPU: key bandwidth rows (a column a GPU), and for
+    each GPU the range over every case, one small call and one large NumPy call, with the
+    performance page for the rest."""
+    lines = ["Full runs of `dmlgpu bench` (the full suite), every answer checked against the oracle:", ""]
+    for report, source in runs:
+        torch = next((p["version"] for p in report["peers"] if p["name"] == "torch"), None)
+        lines.append(f"- {report['device']} through {report['backend']}: `{source}`, commit `{report['commit']}`"
+                     + (f", torch {torch} beside it" if torch else ""))
+    lines += ["", "GB/s = bytes that must move / GPU time; the ceiling is a WGSL kernel reading the same bytes in the",
+              "same run (copying them, for HARDMAX). Each cell: GB/s, % of the ceiling, speed-up over torch.", "",
+              "| case | " + " | ".join(report["device"] for report, _ in runs) + " |", "|---" * (len(runs) + 1) + "|"]
+    by_run = [{r["name"]: r for r in _bandwidth(report["results"])} for report, _ in runs]
+    names = [name for name in HEADLINE_CASES if any(name in cases for cases in by_run)]
+    for name in names:
+        what = _what(next(cases[name] for cases in by_run if name in cases))
+        cells = []
+        for cases in by_run:
+            r = cases.get(name)
+            speedup = r["peers"].get("torch", {}).get("speedup") if r else None
+            cells.append("-" if r is None else f"{r['gbps']:.0f}, {r['pct_of_ceiling']:.0f}%"
+                         + (f", {speedup:.2f}x" if speedup else ""))
+        lines.append(f"| {what} | " + " | ".join(cells) + " |")
     lines.append("")
+    for report, _ in runs:
+        lines += _summary(report)
+    return "\n".join(lines)
+
+
+def _summary(report: dict) -> list[str]:
+    """A run in a line: its range over every bandwidth case, its first small call and its large
+    NumPy calls."""
+    results = report["results"]
+    parts = []
+    gpu = _bandwidth(results)
     if gpu:
         pcts = [r["pct_of_ceiling"] for r in gpu]
         ups = [r["peers"]["torch"]["speedup"] for r in gpu if r["peers"].get("torch", {}).get("speedup")]
-        over = f"; {min(ups):.2f}x to {max(ups):.2f}x torch's speed" if ups else ""
-        lines.append(f"Over all {len(gpu)} bandwidth cases of the suite: {min(pcts):.0f}% to {max(pcts):.0f}% of the"
-                     f" ceiling{over}.")
+        over = f", {min(ups):.2f}x to {max(ups):.2f}x torch's speed" if ups else ""
+        parts.append(f"all {len(gpu)} bandwidth cases at {min(pcts):.0f}% to {max(pcts):.0f}% of the ceiling{over}")
     small = next((r for r in results if r.get("latency") and r["status"] == "ok"), None)
     if small is not None:
         lat, t = small["latency_times"], small["peers"].get("torch", {})
         peer = f" (torch {_us(t['e2e_s'])})" if t.get("e2e_s") else ""
         peer_resident = f" (torch {_us(t['e2e_resident_s'])})" if t.get("e2e_resident_s") else ""
-        lines.append(f"A small call ({_what(small)}): NumPy in, NumPy out {_us(lat['numpy']['p50_s'])} p50{peer};"
-                     f" GPU-resident in, NumPy out {_us(lat['resident']['p50_s'])}{peer_resident}"
-                     + (f", {_us(lat['resident_as_written']['p50_s'])} as users write it (no `release()`)."
-                        if "resident_as_written" in lat else "."))
+        parts.append(f"a small call (`{small['name']}`) NumPy in, NumPy out {_us(lat['numpy']['p50_s'])} p50{peer},"
+                     f" GPU-resident in {_us(lat['resident']['p50_s'])}{peer_resident}")
     numpy_calls = [r for r in results if r["kind"] == "numpy" and r["status"] == "ok"]
     # the first, and the first of NumPy's default type (float64) where it is another
     for large in {id(r): r for r in numpy_calls[:1] + [r for r in numpy_calls if r["dtype"] == "FLOAT64"][:1]}.values():
-        lines.append(f"A large NumPy call ({_what(large)}): {_us(large['e2e_s'])} NumPy in, NumPy out,"
-                     f" {large['x_numpy']:.1f}x `np.argmax` on the CPU.")
-    return "\n".join(lines)
+        parts.append(f"`{large['name']}` NumPy in, NumPy out {_us(large['e2e_s'])}, {large['x_numpy']:.1f}x"
+                     " `np.argmax` on the CPU")
+    return [f"- {report['device']}: " + "; ".join(parts) + "."] if parts else []
+
+
+def page_tables(runs: list[tuple[dict, str]]) -> str:
+    """Every table of each run, one run after another."""
+    return "\n\n".join(tables(report, source) for report, source in runs)
 
 
 def _replace(path: str, name: str, text: str) -> bool:
@@ -189,22 +215,23 @@ def _replace(path: str, name: str, text: str) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("json", help="a full-suite JSON from dmlgpu bench --json")
+    parser.add_argument("json", nargs="+", help="full-suite JSONs from dmlgpu bench --json, one a GPU")
     parser.add_argument("--readme", help=f"replace this file's {HEADLINE} block, and the performance page's")
     parser.add_argument("--page", help=f"replace this file's {TABLES} block (default with --readme: "
                                        "docs/benchmarks.md beside the README)")
     args = parser.parse_args()
-    with open(args.json) as f:
-        report = json.load(f)
     root = os.path.dirname(os.path.abspath(args.readme)) if args.readme else "."
-    source = os.path.relpath(args.json, root)
+    runs = []
+    for path in args.json:
+        with open(path) as f:
+            runs.append((json.load(f), os.path.relpath(path, root)))
     page = args.page or (os.path.join(root, "docs", "benchmarks.md") if args.readme else None)
     if not args.readme and not page:
-        print(tables(report, source))
+        print(page_tables(runs))
         return 0
-    ok = _replace(page, TABLES, tables(report, source))
+    ok = _replace(page, TABLES, page_tables(runs))
     if args.readme:
-        ok = _replace(args.readme, HEADLINE, headline(report, source)) and ok
+        ok = _replace(args.readme, HEADLINE, headline(runs)) and ok
     return 0 if ok else 1
 
 
