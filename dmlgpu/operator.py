@@ -41,13 +41,16 @@ BOUND_KEPT = 64
 class Program:
     """An operator's schedule on given capabilities, its passes compiled: what binds where."""
 
-    def __init__(self, runner: Runner, sched: Schedule):
+    def __init__(self, runner: Runner, sched: Schedule, own_scratch: bool = True):
+        """``own_scratch``: keep a scratch buffer for the pairs between passes and pieces here,
+        which its callers bind unless they bind one of theirs (``bound``'s ``temporary``); a
+        program whose calls each bring their own (``CompiledOperator._streamed``) keeps none."""
         self.runner, self.schedule = runner, sched
         self.sources: list[str] = []
         # per piece: its window of the input and output (None: the scratch), and its passes
         self.pieces = [(piece.input, piece.output, self._passes(piece.plan)) for piece in sched.pieces]
         scratch = self.scratch_bytes = sched.scratch_bytes
-        self.scratch = runner.memory.storage(scratch) if scratch else None
+        self.scratch = runner.memory.storage(scratch) if scratch and own_scratch else None
         # Words a racing plan's first pass keeps between dispatches (zeroed here, since a
         # pooled buffer holds what it held; each dispatch leaves them zero): binding 3.
         race = max(p.plan.race_bytes for p in sched.pieces)
@@ -348,17 +351,25 @@ class CompiledOperator:
 
     def _streamed(self, data: np.ndarray | layout.Gather) -> np.ndarray:
         """Upload through the staging ring, recording each piece as soon as the bytes it reads
-        have been submitted, so that the GPU reduces one piece while the next is filled."""
+        have been submitted, so that the GPU reduces one piece while the next is filled.
+
+        The pairs a piece leaves for a later one go into scratch of this call's own: calls
+        from several threads stream through the same program at once, their pieces recorded
+        in turn on one queue, and a scratch of the program's would take one call's pairs over
+        another's (wrong answers from two threads, before issue 49)."""
         program = self._streamed_program
-        if program is None:
-            caps = self.device.runner.capabilities
-            caps = dataclasses.replace(caps, max_storage_binding=min(self.device.runner.transfers.ring_chunk, caps.max_storage_binding))
-            program = self._streamed_program = Program(
-                self.device.runner, schedule(self._reduction, caps, self.nan_mode, self.tuning))
-        source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
         runner = self.device.runner
+        if program is None:
+            caps = runner.capabilities
+            caps = dataclasses.replace(caps, max_storage_binding=min(runner.transfers.ring_chunk, caps.max_storage_binding))
+            program = self._streamed_program = Program(
+                runner, schedule(self._reduction, caps, self.nan_mode, self.tuning), own_scratch=False)
+        source, result = self.device.empty(self.input_desc), self.device.empty(self.output_desc)
+        scratch = runner.memory.storage(program.scratch_bytes) if program.scratch_bytes else None
         try:
-            pieces = list(zip(program.schedule.pieces, program.steps(source, result)))
+            temporary = None if scratch is None else (scratch, 0, scratch.size)
+            by_piece = program.bound(_tensor_bases(source), _tensor_bases(result), temporary)[0]
+            pieces = list(zip(program.schedule.pieces, by_piece))
             if self.plan.clears_output:
                 runner.dispatch([], clear=result._buffers)
             # bytes of each buffer's part of the data: a window may end past them (16-byte rounding)
@@ -383,3 +394,5 @@ class CompiledOperator:
         finally:
             source.release()
             result.release()
+            if scratch is not None:  # (work recorded that uses it still runs: Memory.free)
+                runner.memory.free(scratch)
