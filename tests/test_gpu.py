@@ -968,7 +968,8 @@ def test_batched_walk_splits_and_output_types(walk_device):
             assert_same(*run_both("argmin", x, 0, walk_device, axis_direction=direction, output_data_type=out_type))
 
 
-MULTI_AXIS_CASES = [((6, 3, 200), (0, 2)), ((7, 2, 640), (0, 2)), ((5, 2, 3, 40), (0, 1, 3)), ((3, 50, 2, 16), (1, 3))]
+MULTI_AXIS_CASES = [((6, 3, 200), (0, 2)), ((7, 2, 640), (0, 2)), ((5, 2, 3, 40), (0, 1, 3)), ((3, 50, 2, 16), (1, 3)),
+                    ((6, 3, 7, 2, 40), (0, 2, 4))]  # the last: three reduced dimensions, two carries
 
 
 @pytest.mark.parametrize("shape, axes", MULTI_AXIS_CASES)
