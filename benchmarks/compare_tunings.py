@@ -17,7 +17,6 @@ figures from one run.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import tempfile
@@ -29,15 +28,9 @@ from dmlgpu import oracle
 from dmlgpu.bench import Ceiling, find_peers, host_data, load_suite, warm_up
 from dmlgpu.plan import Tuning
 from dmlgpu.bench.gpu_timers import operator_gpu_times
-from dmlgpu.tuning import tuning_changes
+from dmlgpu.tuning import tuning_changes, tuning_from_spec
 
 CALIBRATED = "calibrated"
-
-
-def parse(spec: str) -> Tuning:
-    fields = dict(item.split("=") for item in spec.split(",") if item)
-    kinds = {f.name: type(f.default) for f in dataclasses.fields(Tuning)}
-    return Tuning(**{k: kinds[k](int(v)) for k, v in fields.items()})
 
 
 def torch_timer(x: np.ndarray, case):
@@ -51,7 +44,7 @@ def torch_timer(x: np.ndarray, case):
 
 def make_device(spec: str) -> dmlgpu.Device:
     """A device with the tuning ``spec`` names; ``calibrated``: one that measures its own."""
-    return dmlgpu.Device() if spec == CALIBRATED else dmlgpu.Device(tuning=parse(spec))
+    return dmlgpu.Device() if spec == CALIBRATED else dmlgpu.Device(tuning=tuning_from_spec(spec))
 
 
 def main(specs: list[str], json_path: str | None = None) -> None:

@@ -155,6 +155,15 @@ def tuning_changes(tuning: Tuning, base: Tuning) -> dict:
             if getattr(tuning, f.name) != getattr(base, f.name)}
 
 
+def tuning_from_spec(spec: str) -> Tuning:
+    """A ``Tuning`` from comma-separated ``name=value`` fields, integers or 0/1 for the switches
+    (``"columns_lanes=4,unroll=0"``; ``""``: the default), as the benchmarks' scripts take them."""
+    fields = dict(item.split("=") for item in spec.split(",") if item)
+    default = Tuning()
+    kinds = {f.name: type(getattr(default, f.name)) for f in dataclasses.fields(Tuning)}
+    return Tuning(**{k: kinds[k](int(v)) for k, v in fields.items()})
+
+
 def from_choices(caps: Capabilities, chosen: dict[str, dict]) -> Tunings:
     """The ``Tunings`` of an adapter whose families chose these changes to its default; fields
     this version of ``Tuning`` does not have are ignored (a cache written by another version)."""

@@ -11,7 +11,8 @@ from dmlgpu.pieces import schedule
 from dmlgpu.plan import Capabilities, Tuning, Tunings, family_of, plan
 from dmlgpu.desc import operator_for
 from dmlgpu.tuning import (GPU_CANDIDATES, MARGIN, SOFTWARE_TUNING, call_probe, candidates, choose, default_tuning,
-                           families, from_choices, probe, probe_bytes, table_digest, texts, tuning_changes)
+                           families, from_choices, probe, probe_bytes, table_digest, texts, tuning_changes,
+                           tuning_from_spec)
 from dmlgpu.types import NanMode
 
 GPU = Capabilities(max_storage_binding=2**31 - 4, max_buffer=2**32, subgroups=True, shader_int64=True,
@@ -255,3 +256,12 @@ def test_a_choice_kept_by_family_alone_would_lose(monkeypatch, tmp_path):
         monkeypatch.setattr(kernel, "bucket", lambda shape, cover: "")
     tunings = calibrated_tunings(monkeypatch, tmp_path, SUITE_ROWS)
     assert any(fake_seconds(c, t) > fake_seconds(c, Tuning()) * 1.05 for c, t in zip(SUITE_ROWS, tunings))
+
+
+def test_a_tuning_written_as_text_is_the_tuning_its_fields_name():
+    assert tuning_from_spec("") == Tuning()
+    spec = tuning_from_spec("columns_lanes=4,unroll=0,min_chunk_per_lane=512")
+    assert spec == Tuning(columns_lanes=4, unroll=False, min_chunk_per_lane=512)
+    assert tuning_changes(spec, Tuning()) == {"columns_lanes": 4, "unroll": False, "min_chunk_per_lane": 512}
+    with pytest.raises(KeyError):
+        tuning_from_spec("no_such_field=1")

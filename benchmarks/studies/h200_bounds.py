@@ -47,7 +47,7 @@ from dmlgpu import oracle
 from dmlgpu.bench import Case, Ceiling, CupyPeer, TorchPeer, host_data, load_suite, warm_up
 from dmlgpu.bench.gpu_timers import gpu_times, operator_gpu_times
 from dmlgpu.plan import Tuning
-from dmlgpu.tuning import tuning_changes
+from dmlgpu.tuning import tuning_changes, tuning_from_spec
 from dmlgpu.wgsl import passes, unroll
 
 #: Per case: the settings surveyed besides the default and bound_no_keys=1.
@@ -237,13 +237,6 @@ fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) n: vec3<u3
 }
 
 
-def parse(spec: str) -> Tuning:
-    """A Tuning from comma-separated ``name=value`` fields (as benchmarks/compare_tunings.py)."""
-    fields = dict(item.split("=") for item in spec.split(",") if item)
-    kinds = {f.name: type(f.default) for f in dataclasses.fields(Tuning)}
-    return Tuning(**{k: kinds[k](int(v)) for k, v in fields.items()})
-
-
 def loads_kernels(plan, in_flight: list[int]):
     """(name, WGSL, parameter words, grid, dst words, race bytes) of the loads variants of a
     plan, or [] where its kernel has none here (a form this study does not copy)."""
@@ -375,7 +368,7 @@ def main() -> None:
 
         variants, info, tensors, default_sig = {}, {}, [src], None
         for spec in ["", "bound_no_keys=1"] + SURVEY.get(case.name, []):
-            op = device.compile_with(desc, parse(spec))
+            op = device.compile_with(desc, tuning_from_spec(spec))
             variants[spec or "default"], info[spec or "default"], out = operator_variant(op, src, want, default_sig)
             tensors.append(out)
             if spec == "":
