@@ -72,7 +72,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
     // The lanes' pairs, part by part, merged into lane 0's with the whole tie rule (their
-    // indices interleave).
+    // indices interleave: common.wgsl's merge, output by output).
     if (SEG > 1u) {
         for (var p = 0u; p < PER_WORD; p++) { // unroll
             if (lane > 0u) {
@@ -82,12 +82,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             workgroupBarrier();
             if (lane == 0u) {
                 for (var l = 0u; l < OTHER_LANES; l++) { // unroll
-                    let k = lane_keys[l * ITEMS + at];
-                    let i = lane_indices[l * ITEMS + at];
-                    let earlier = select(i > best_index[p], i < best_index[p], INCREASING);
-                    let wins = (k > best_key[p]) | ((k == best_key[p]) & earlier);
-                    best_key[p] = select(best_key[p], k, wins);
-                    best_index[p] = select(best_index[p], i, wins);
+                    let keys = lane_keys[l * ITEMS + at];
+                    let indices = lane_indices[l * ITEMS + at];
+                    for (var w = 0u; w < 4u; w++) {
+                        let won = merge(Pair(best_key[p][w], best_index[p][w]), Pair(keys[w], indices[w]));
+                        best_key[p][w] = won.key;
+                        best_index[p][w] = won.index;
+                    }
                 }
             }
             workgroupBarrier();
