@@ -100,7 +100,7 @@ class Plan:
     # What one kernel alone decides (kernels/*.py's plan_fields); the others leave these as they are.
     batch: int = 0  # quads a thread of reduce_segments loads at once (0: the one-at-a-time walk)
     skip_test: bool = False  # in that walk, quads that cannot beat the subgroup's best are skipped
-    column_interleave: bool = False  # reduce_columns: a chunk takes every split-th row
+    interleave: bool = False  # a chunk takes every split-th row (reduce_columns) or segment's span of quads (reduce_segments)
     column_unroll: int = 1  # reduce_columns: rows loaded before any is folded (1 for the other kernels)
     row_stage: bool = False  # reduce_rows, a block of several rows a thread: results stored through workgroup memory
     # Where a piece of a tensor larger than one binding sits (see ``schedule``): element

@@ -136,7 +136,7 @@ def shader_sources(plan: Plan) -> list[str]:
         "ONE_CHUNK": plan.split == 1,
         "BATCH": plan.batch,
         "SKIP_TEST": plan.skip_test,
-        "COL_INTERLEAVE": plan.column_interleave,
+        "INTERLEAVE": plan.interleave,
         "COL_UNROLL": plan.column_unroll,
         **consts,
     }

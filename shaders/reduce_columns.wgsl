@@ -8,7 +8,7 @@
 // the outputs' words (a race: store_race.wgsl) for as many threads loading. Lane l of the WG /
 // SEG items of a workgroup is thread l * (WG / SEG) + item, so a warp's lanes hold
 // neighbouring quads.
-// Constants: WG, SEG, PER_QUAD (from load_quads.wgsl), COL_INTERLEAVE, COL_UNROLL.
+// Constants: WG, SEG, PER_QUAD (from load_quads.wgsl), INTERLEAVE, COL_UNROLL.
 
 const ITEMS: u32 = WG / SEG;  // work items a workgroup
 const OTHER_LANES: u32 = SEG - 1u;
@@ -30,11 +30,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // A division by a uniform costs tens of instructions: none where there is one chunk.
     let o = select(mine % groups, mine, ONE_CHUNK) * PER_QUAD;
     let chunk = select(mine / groups, 0u, ONE_CHUNK);
-    // COL_INTERLEAVE: chunk c takes rows c, c + split, ...; otherwise its run of rows. A lane
+    // INTERLEAVE: chunk c takes rows c, c + split, ...; otherwise its run of rows. A lane
     // takes every SEG-th of those, from the lane-th.
-    let chunk_step = select(1u, params.split.x, COL_INTERLEAVE);
-    let chunk_start = select(chunk * params.split.y, chunk, COL_INTERLEAVE);
-    let end = select(chunk_start + min(params.split.y, params.counts.y - chunk_start), params.counts.y, COL_INTERLEAVE);
+    let chunk_step = select(1u, params.split.x, INTERLEAVE);
+    let chunk_start = select(chunk * params.split.y, chunk, INTERLEAVE);
+    let end = select(chunk_start + min(params.split.y, params.counts.y - chunk_start), params.counts.y, INTERLEAVE);
     let step = chunk_step * SEG;
     // A lane whose first row lies past the chunk's end starts (and stays) at its last row.
     let start = min(chunk_start + lane * chunk_step, end - 1u);

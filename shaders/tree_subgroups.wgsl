@@ -1,13 +1,36 @@
 // Merging one pair per thread within segments of `width` neighbouring threads, with
-// subgroup shuffles where a segment fits in a subgroup (no workgroup memory, no barriers),
-// else with the tree (tree.wgsl, included beside this file). Shuffling by lane ^ m pairs
-// thread lid with lid ^ m, as subgroups hold consecutive invocations on the adapters seen
-// (NVIDIA, lavapipe); the tests check every result against the oracle.
+// subgroup shuffles: within each subgroup first (no workgroup memory, no barriers), then, for
+// a segment of several subgroups, their winners through workgroup memory, merged by the
+// segment's first subgroup (two barriers, where the tree took one a halving: 8 for 256
+// threads; benchmarks/LOG.md, 2026-11-28, llm_batch taken apart). A segment of more subgroups
+// than a subgroup has threads (lavapipe's 4 lanes) takes the tree (tree.wgsl, beside this
+// file). The segment's first thread holds the winner. Shuffling by lane ^ m pairs thread lid
+// with lid ^ m, as subgroups hold consecutive invocations on the adapters seen (NVIDIA,
+// lavapipe); the tests check every result against the oracle.
 
 fn segment_best(inv: Invocation, mine: Pair, width: u32) -> Pair {
-    if (width > inv.sg_size) {
+    let groups = width / inv.sg_size;  // subgroups a segment (0: the segment is part of one)
+    if (groups > inv.sg_size) {
         return tree_best(inv.lid, mine, width);
     }
+    var best = subgroup_best(mine, min(width, inv.sg_size));
+    if (groups <= 1u) {
+        return best;
+    }
+    if (inv.lid % inv.sg_size == 0u) {
+        wg_pairs[inv.lid / inv.sg_size] = best;
+    }
+    workgroupBarrier();
+    let lane = inv.lid % width;
+    if (lane < groups) {  // the segment's first subgroup: a winner a lane
+        best = wg_pairs[(inv.lid - lane) / inv.sg_size + lane];
+    }
+    workgroupBarrier();  // read before the next segment_best writes
+    return subgroup_best(best, groups);
+}
+
+// The best pair of each run of `width` lanes (a power of two, at most the subgroup's).
+fn subgroup_best(mine: Pair, width: u32) -> Pair {
     var best = mine;
     for (var m = width / 2u; m > 0u; m >>= 1u) {
         let key = key_from_partial(subgroupShuffleXor(key_to_partial(best.key), m));

@@ -968,6 +968,45 @@ def test_batched_walk_splits_and_output_types(walk_device):
             assert_same(*run_both("argmin", x, 0, walk_device, axis_direction=direction, output_data_type=out_type))
 
 
+@pytest.fixture(scope="module", params=["batched", "one-at-a-time"])
+def interleaved_device(request):
+    """Splits whose chunks walk interleaved spans (``segments_interleave``): the batched walk
+    with its skip test, and the walk a quad at a time (whose 64-bit types take walk_pairs)."""
+    from dmlgpu.plan import Tuning
+
+    batch = {"batched": 3, "one-at-a-time": 0}[request.param]
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=8, batch=batch, skip_min_quads=2,
+                                       target_workgroups=4, min_chunk_per_lane=4, min_chunk_per_lane_single=4,
+                                       segments_interleave=True))
+
+
+@pytest.mark.parametrize("data_type, shape, axes", [
+    (DataType.FLOAT32, (9003,), (0,)),  # one output, a ragged tail after the quads
+    (DataType.INT8, (3, 4099), (1,)),  # few rows, ties certain
+    (DataType.FLOAT16, (2, 3, 4096), (0, 2)),  # two reduced axes
+    (DataType.INT64, (5003,), (0,)),  # 64-bit pairs
+], ids=lambda v: getattr(v, "name", str(v)))
+def test_interleaved_chunks_walk_the_whole_range(interleaved_device, data_type, shape, axes):
+    """Each chunk of a split takes every split-th span of the output's range, its walk starting
+    from the output's first index with the smallest key; where every element holds that key
+    (NaN ignored, an integer type's least value for ARGMAX, its largest for ARGMIN), the first
+    (INCREASING) and the last (DECREASING) index still win, and every output type holds them."""
+    rng = np.random.default_rng(zlib.crc32(repr((data_type.name, shape)).encode()))
+    x = tie_values(data_type, shape, rng, pool_size=3)
+    plan = plan_of(interleaved_device, "argmax", x, axes, {})
+    assert plan.kernel == "reduce_segments" and plan.split > 1 and plan.interleave
+    for direction, out_type in (("increasing", "int64"), ("decreasing", "uint32")):
+        for op in ("argmax", "argmin"):
+            kwargs = {"axis_direction": direction, "output_data_type": out_type}
+            assert_same(*run_both(op, x, axes, interleaved_device, **kwargs))
+            if data_type.is_float:
+                smallest, kwargs = np.full(shape, np.nan, data_type.numpy), {**kwargs, "nan_mode": "ignore"}
+            else:
+                info = np.iinfo(data_type.numpy)
+                smallest = np.full(shape, info.min if op == "argmax" else info.max, data_type.numpy)
+            assert_same(*run_both(op, smallest, axes, interleaved_device, **kwargs))
+
+
 MULTI_AXIS_CASES = [((6, 3, 200), (0, 2)), ((7, 2, 640), (0, 2)), ((5, 2, 3, 40), (0, 1, 3)), ((3, 50, 2, 16), (1, 3)),
                     ((6, 3, 7, 2, 40), (0, 2, 4))]  # the last: three reduced dimensions, two carries
 
@@ -1176,7 +1215,7 @@ def test_split_columns(request, columns_device, data_type):
     assert (plan.kernel, plan.split, plan.chunk) == ("reduce_columns", 7, 42)
     tuning = columns_device.tuning
     assert plan.race == (tuning.race_max_chunks > 0 and columns_device.runner.capabilities.int64_atomics)
-    assert (plan.column_interleave, plan.column_unroll) == (tuning.columns_interleave, tuning.columns_unroll)
+    assert (plan.interleave, plan.column_unroll) == (tuning.columns_interleave, tuning.columns_unroll)
     assert plan.segment == tuning.columns_lanes
     # Random columns, where the bests climb
     noise = rng.standard_t(3, x.shape) * (50 if data_type.is_float else 2**(8 * data_type.size))

@@ -238,13 +238,13 @@ def test_short_rows_of_several_a_thread_store_through_workgroup_memory_where_it_
 
 def test_columns_plans_take_the_tunings_walk_and_other_plans_keep_its_defaults():
     runs = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_interleave=False, columns_unroll=3, columns_lanes=1))
-    assert (runs.kernel, runs.column_interleave, runs.column_unroll, runs.split) == ("reduce_columns", False, 3, 128)
+    assert (runs.kernel, runs.interleave, runs.column_unroll, runs.split) == ("reduce_columns", False, 3, 128)
     cols = argmax_plan((65536, 4096), [0])
-    assert (cols.column_interleave, cols.column_unroll, cols.segment, cols.split) == (True, 4, 8, 16)  # the defaults
+    assert (cols.interleave, cols.column_unroll, cols.segment, cols.split) == (True, 4, 8, 16)  # the defaults
     tall = argmax_plan((8, 16777216), [0])  # a quad of outputs a thread is work enough: unsplit
     assert (tall.kernel, tall.split) == ("reduce_columns", 1)
     rows = argmax_plan((4096, 65536), [1], tuning=Tuning(columns_unroll=2))
-    assert (rows.column_interleave, rows.column_unroll) == (False, 1)  # not a columns plan
+    assert (rows.interleave, rows.column_unroll) == (False, 1)  # not a columns plan
 
 
 def test_columns_lanes_share_a_chunk_and_keep_the_threads():

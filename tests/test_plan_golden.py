@@ -138,7 +138,7 @@ def test_the_set_reaches_every_kernel_and_option():
             seen |= {name for name, on in (("race", p.race), ("partials", p.partials_only), ("skip", p.skip_test),
                                            ("batch", p.batch), ("stage", p.row_stage), ("wide", p.wide_loads),
                                            ("no_keys", p.no_keys), ("remap", p.remaps_index),
-                                           ("interleave", p.column_interleave)) if on}
+                                           ("interleave", p.interleave)) if on}
     want = {"reduce_segments", "reduce_rows", "reduce_columns", "reduce_thread", "load_packed", "load_quads",
             "load_pairs", "load_pair_quads", "merge_partials", "merge_partials_workgroup", "race", "partials",
             "skip", "batch", "stage", "wide", "no_keys", "remap", "interleave", ""}

@@ -15,7 +15,9 @@ addresses), folded with XOR into one word a thread. Steps back towards the kerne
 "+fold" (the no-keys fold of a best key and index a lane) and "+race" (its four pairs raced
 into their outputs as the kernel does); short rows "+stores" (a word a row where the kernel
 stores) and "+staged stores" (through workgroup memory first, as the kernel's ROW_STAGE).
-``EXTRA`` adds axes02's work laid out as plain rows. ``--calibrated``: also each case as a
+``EXTRA`` adds axes02's work laid out as plain rows. ``PATCHES``: for llm_batch and all_1gib, the
+default kernel with parts taken out of its WGSL (the subgroup's pooled best, the segment's merge,
+the race into the output), each part's cost by its absence. ``--calibrated``: also each case as a
 calibrating ``Device`` plans it after meeting the suite's cases in order on an empty tuning
 cache (issue 47's finding 1). Each variant, the read ceiling (``bench/ceilings.py``), torch
 and, for all_1gib, CuPy with CUB are timed in five interleaved rounds after a warm-up with
@@ -33,6 +35,7 @@ Run (one GPU, under a minute on an H200; ``--scale 64`` shrinks the cases for la
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -48,6 +51,7 @@ from dmlgpu.bench import Case, Ceiling, CupyPeer, TorchPeer, host_data, load_sui
 from dmlgpu.bench.gpu_timers import gpu_times, operator_gpu_times
 from dmlgpu.plan import Tuning
 from dmlgpu.tuning import tuning_changes, tuning_from_spec
+from dmlgpu import wgsl
 from dmlgpu.wgsl import passes, unroll
 
 #: Per case: the settings surveyed besides the default and bound_no_keys=1.
@@ -77,6 +81,23 @@ SURVEY = {
                   "race_max_chunks=0", "merge_workgroup_below=0", "skip_min_quads=0", "batch=1", "batch=4",
                   "workgroup_size=128,batch=4"],
 }
+#: Per case: parts of the default plan's kernel taken out, each a list of (old, new) edits of its
+#: WGSL, timed as variants beside it: what each part costs by its absence (answers wrong where
+#: the part mattered). A variant whose text is not in the plan on this adapter is left out, said.
+_NO_RACE = ("store_result(item, work.base.y, winner);",
+            "if (winner.key == 0xdeadbeefu) { store_winner(work.base.y, winner); }  // kept alive, no atomics")
+PATCHES = {
+    case: {
+        "no pooling": [("return select(key, subgroupMax(key), pooled);", "return key;")],
+        "no segment merge": [("winner = segment_best(inv, best, SEG);", "winner = best;")],
+        "no race": [_NO_RACE],
+        "no merge, no race": [("winner = segment_best(inv, best, SEG);", "winner = best;"), _NO_RACE],
+        "no pooling, merge, race": [("return select(key, subgroupMax(key), pooled);", "return key;"),
+                                    ("winner = segment_best(inv, best, SEG);", "winner = best;"), _NO_RACE],
+    } for case in ("llm_batch", "all_1gib")
+}
+SURVEY["llm_batch"] += ["segments_interleave=1", "segments_interleave=1,batch=4"]
+SURVEY["all_1gib"] += ["segments_interleave=1", "segments_interleave=1,batch=4"]
 #: Cases beside the suite's, after their base: (base, shape, axes). axes02_rows is axes02's bytes,
 #: outputs and chunks (2048 workgroups, 8 chunks of 32768 elements an output) with one reduced
 #: dimension, contiguous: what axes02 costs for its second reduced dimension.
@@ -244,7 +265,7 @@ def loads_kernels(plan, in_flight: list[int]):
     wg, grid = plan.workgroup_size, plan.grid
     threads = math.prod(grid) * wg
     out = []  # (name, constants, parameter words, dst words, race bytes)
-    if plan.kernel == "reduce_columns" and plan.column_interleave and len(plan.kept) == 1 \
+    if plan.kernel == "reduce_columns" and plan.interleave and len(plan.kept) == 1 \
             and len(plan.reduced) == 1 and plan.kept[0].in_stride == 1:
         words = [plan.output_count // per_quad, plan.split, plan.reduced[0].size, plan.reduced[0].in_stride // per_quad]
         u = plan.column_unroll
@@ -279,6 +300,26 @@ def loads_kernels(plan, in_flight: list[int]):
         made.append((name, unroll(head + HEAD + text), np.array((words + [0] * 8)[:8], np.uint32), grid, dst_words,
                      race_bytes))
     return made
+
+
+@contextlib.contextmanager
+def edited_wgsl(edits: list[tuple[str, str]]):
+    """Plans compiled meanwhile run their WGSL with ``edits`` made (each must match a pass's)."""
+    original = wgsl.shader_sources
+
+    def edited(plan):
+        texts = original(plan)
+        for old, new in edits:
+            if not any(old in t for t in texts):
+                raise LookupError(f"{old!r} is not in the plan's WGSL")
+            texts = [t.replace(old, new) for t in texts]
+        return texts
+
+    wgsl.shader_sources = edited
+    try:
+        yield
+    finally:
+        wgsl.shader_sources = original
 
 
 def suite_cases(scale: int) -> list[Case]:
@@ -375,6 +416,16 @@ def main() -> None:
                 default_sig, plans = signature(op), {"": op.plan}
             elif spec in LOADS_OF.get(case.name, []):
                 plans[f" ({spec})"] = op.plan
+        for name, edits in PATCHES.get(case.name, {}).items():
+            try:
+                with edited_wgsl(edits):
+                    op = device.compile_with(desc, Tuning())
+            except LookupError as err:
+                print(f"{case.name}: {name} left out: {err}")
+                continue
+            variants[name], info[name], out = operator_variant(op, src, want, default_sig)
+            info[name].update(plan=info[name]["plan"] + " (edited)", same_plan_as_default=False)
+            tensors.append(out)
         if calibrating is not None:
             cal_src = calibrating.upload(x)
             op = calibrating.compile(desc)

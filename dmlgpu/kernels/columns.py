@@ -82,7 +82,7 @@ def probe_shape(family: str, nbytes: int, size: int, rows_max_bytes: int) -> tup
 
 
 def plan_fields(shape: Shape, cover: Cover, tuning: "Tuning", loader: str) -> dict:
-    return {"column_interleave": tuning.columns_interleave, "column_unroll": tuning.columns_unroll}
+    return {"interleave": tuning.columns_interleave, "column_unroll": tuning.columns_unroll}
 
 
 def parts(plan: "Plan") -> list[str]:

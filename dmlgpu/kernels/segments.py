@@ -44,6 +44,10 @@ class Settings:
     #: and only those that may win get exact keys; for walks of at least this many quads a
     #: thread (0: never). 64-bit quads (walk_pairs.wgsl) are tested so too, on high words.
     skip_min_quads: int = 8
+    #: Chunks of a split walk interleaved spans of the output's range (chunk c its segment's
+    #: spans c, c + split, ...: the read ceiling's grid-stride pattern) rather than runs of
+    #: their own (benchmarks/LOG.md, "The settings' measurements").
+    segments_interleave: bool = False
 
 
 #: A CPU adapter's changes: a few hundred work items at most, long chunks a lane.
@@ -52,8 +56,8 @@ SOFTWARE = dict(single_output_workgroup_size=8, target_workgroups=64, min_chunk_
 
 CANDIDATES: dict[str, tuple[dict, ...]] = {
     "rows": ({}, {"workgroup_size": 128}),
-    "few_rows": ({}, {"min_chunk_per_lane": 64}, {"workgroup_size": 128}),
-    "single": ({}, {"single_output_workgroup_size": 256}, {"batch": 4}),
+    "few_rows": ({}, {"min_chunk_per_lane": 64}, {"workgroup_size": 128}, {"segments_interleave": True}),
+    "single": ({}, {"single_output_workgroup_size": 256}, {"batch": 4}, {"segments_interleave": True}),
     "multi_axis": ({}, {"min_chunk_per_lane": 512, "batch": 4}),
 }
 SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
@@ -114,7 +118,8 @@ def plan_fields(shape: Shape, cover: Cover, tuning: "Tuning", loader: str) -> di
     pairs = loader == "load_pair_quads"  # walk_pairs.wgsl, which skips too
     skip_test = bool((batch or pairs) and tuning.skip_min_quads
                      and cover.chunk // shape.per_quad // cover.segment >= tuning.skip_min_quads)
-    return {"batch": batch, "skip_test": skip_test}
+    interleave = tuning.segments_interleave and cover.split > 1 and not shape.partials_only
+    return {"batch": batch, "skip_test": skip_test, "interleave": interleave}
 
 
 def parts(plan: "Plan") -> list[str]:
