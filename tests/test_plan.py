@@ -247,6 +247,20 @@ def test_columns_plans_take_the_tunings_walk_and_other_plans_keep_its_defaults()
     assert (rows.interleave, rows.column_unroll) == (False, 1)  # not a columns plan
 
 
+def test_split_segments_interleave_where_a_chunk_holds_two_spans():
+    """A split's chunks take grid-stride spans by default where each holds at least two of its
+    segment's spans; a chunk of one span (a long row cut for every multiprocessor) keeps its run."""
+    whole = argmax_plan((16384, 16384), [0, 1])
+    assert (whole.kernel, whole.split > 1, whole.interleave) == ("reduce_segments", True, True)
+    batch = argmax_plan((64, 151936), [1], data_type="FLOAT16")
+    assert (batch.split > 1, batch.interleave) == (True, True)
+    row = argmax_plan((1, 151936), [1], data_type="FLOAT16")  # chunks of 64 quads for 128 threads
+    assert (row.split > 1, row.interleave) == (True, False)
+    runs = argmax_plan((64, 151936), [1], data_type="FLOAT16", tuning=Tuning(segments_interleave=False))
+    assert (runs.split, runs.interleave) == (batch.split, False)
+    assert not argmax_plan((4096, 65536), [1]).interleave  # unsplit rows
+
+
 def test_columns_lanes_share_a_chunk_and_keep_the_threads():
     one = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_lanes=1))
     four = argmax_plan((65536, 4096), [0], tuning=Tuning(columns_lanes=4))

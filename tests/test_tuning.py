@@ -69,6 +69,7 @@ def test_a_cpu_adapter_gets_a_thread_a_row_and_no_barriers():
     assert (rows.kernel, rows.segment, rows.workgroup_size, rows.subgroups) == ("reduce_segments", 1, 8, False)
     one = plan(red((1, 151936), [1]), CPU, NanMode.IGNORE, SOFTWARE_TUNING)
     assert one.segment == 1 and 16 <= one.split <= 512 and one.merge_kernel  # a few hundred chunks, merged
+    assert not one.interleave  # a CPU thread reads its chunk's own run
     short = plan(red((100000, 3), [1]), CPU, NanMode.IGNORE, SOFTWARE_TUNING)
     assert short.kernel == "reduce_rows" and not short.row_stage  # each thread stores its own rows
     staged = plan(red((100000, 3), [1]), GPU, NanMode.IGNORE, Tuning())

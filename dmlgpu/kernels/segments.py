@@ -46,18 +46,19 @@ class Settings:
     skip_min_quads: int = 8
     #: Chunks of a split walk interleaved spans of the output's range (chunk c its segment's
     #: spans c, c + split, ...: the read ceiling's grid-stride pattern) rather than runs of
-    #: their own (benchmarks/LOG.md, "The settings' measurements").
-    segments_interleave: bool = False
+    #: their own, where a chunk holds at least two spans (a chunk of one span reads the same
+    #: either way, and a shorter one would leave chunks empty) (benchmarks/LOG.md, "The settings' measurements").
+    segments_interleave: bool = True
 
 
 #: A CPU adapter's changes: a few hundred work items at most, long chunks a lane.
 SOFTWARE = dict(single_output_workgroup_size=8, target_workgroups=64, min_chunk_per_lane=1024,
-                min_chunk_per_lane_single=1024)
+                min_chunk_per_lane_single=1024, segments_interleave=False)
 
 CANDIDATES: dict[str, tuple[dict, ...]] = {
     "rows": ({}, {"workgroup_size": 128}),
-    "few_rows": ({}, {"min_chunk_per_lane": 64}, {"workgroup_size": 128}, {"segments_interleave": True}),
-    "single": ({}, {"single_output_workgroup_size": 256}, {"batch": 4}, {"segments_interleave": True}),
+    "few_rows": ({}, {"min_chunk_per_lane": 64}, {"workgroup_size": 128}, {"segments_interleave": False}),
+    "single": ({}, {"single_output_workgroup_size": 256}, {"batch": 4}, {"segments_interleave": False}),
     "multi_axis": ({}, {"min_chunk_per_lane": 512, "batch": 4}),
 }
 SOFTWARE_CANDIDATES: dict[str, tuple[dict, ...]] = {
@@ -118,7 +119,8 @@ def plan_fields(shape: Shape, cover: Cover, tuning: "Tuning", loader: str) -> di
     pairs = loader == "load_pair_quads"  # walk_pairs.wgsl, which skips too
     skip_test = bool((batch or pairs) and tuning.skip_min_quads
                      and cover.chunk // shape.per_quad // cover.segment >= tuning.skip_min_quads)
-    interleave = tuning.segments_interleave and cover.split > 1 and not shape.partials_only
+    spans = cover.chunk // (shape.per_quad or 1) // cover.segment  # a segment's spans in a chunk
+    interleave = tuning.segments_interleave and cover.split > 1 and spans >= 2 and not shape.partials_only
     return {"batch": batch, "skip_test": skip_test, "interleave": interleave}
 
 
