@@ -230,6 +230,109 @@ def test_a_chunk_that_fails_surfaces_at_compute():
             result.compute()
 
 
+# --- chunks streamed beside each other (issue 49): large chunks, their transfers counted
+
+
+def _streaming_device():
+    """A device whose transfers take the paths of a GPU's 256 MiB chunks at lavapipe's sizes:
+    chunks of 8 MiB stream through a ring of 4 MiB staging buffers (two a chunk, as 256 MiB
+    through 128 MiB), above the 4 MiB of a small call's kit."""
+    device = dmlgpu.Device(tuning=dmlgpu.plan.Tuning())
+    transfers = device.runner.transfers
+    transfers.ring_chunk, transfers.stream_above = 4 << 20, 1 << 20
+    return device
+
+
+def _live_bytes(device) -> int:
+    """GPU memory held by the device outside its pools: tensors and the programs' own buffers."""
+    memory = device.runner.memory
+    memory.take_returned()
+    return memory.held_bytes - memory.pool.bytes - memory.readable.bytes
+
+
+def _settled(device) -> None:
+    """No transfer under way or waited for, every staging ring given back."""
+    transfers = device.runner.transfers
+    flow = transfers.flow.snapshot()
+    assert flow["in_flight"] == 0 and not transfers.flow.awaited, flow
+    assert transfers.rings._out == {True: 0, False: 0}
+
+
+def test_dask_threads_stream_chunks_beside_each_other():
+    """Dask's threaded scheduler, two threads, one device, chunks of 8 MiB split along the
+    reduced axis: the answers are the NumPy-level functions', every chunk's upload went through
+    the device's staging rings with two under way at once, and nothing is left behind: no
+    transfer in flight, every ring back, no GPU memory held but the pools' and the programs'."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import dask
+
+    device = _streaming_device()
+    try:
+        x = np.random.default_rng(12).random((2048, 8192), dtype=np.float32)  # 64 MiB
+        x[[5, 1500], [7, 7]] = 2.0  # a tie across two chunks of one column
+        arr = da.from_array(x, chunks=(512, 4096))  # 8 chunks of 8 MiB, 4 along axis 0
+        cases = (("argmax", 0), ("argmin", 0), ("argmax", (0, 1)), ("argmax", 1))
+        with ThreadPoolExecutor(2) as pool, dask.config.set(scheduler="threads", pool=pool):
+            for op, axes in cases:  # (compiled: each operator's program keeps buffers of its own)
+                np.testing.assert_array_equal(getattr(dd, op)(arr, axes, device=device).compute(),
+                                              getattr(dmlgpu, op)(x, axes), err_msg=f"{op} {axes}")
+            live, before = _live_bytes(device), device.runner.transfers.flow.snapshot()
+            for op, axes in cases[1:]:
+                got = getattr(dd, op)(arr, axes, device=device).compute()
+                np.testing.assert_array_equal(got, getattr(dmlgpu, op)(x, axes), err_msg=f"{op} {axes}")
+        after = device.runner.transfers.flow.snapshot()
+        assert after["uploads"] - before["uploads"] == 3 * 8, after  # (a chunk's span: its rows, gaps and all)
+        assert after["upload_bytes"] - before["upload_bytes"] >= 3 * x.nbytes
+        assert after["most_in_flight"] >= 2, after
+        _settled(device)
+        assert _live_bytes(device) == live
+    finally:
+        device.close()
+
+
+def test_a_chunk_failing_mid_upload_surfaces_and_leaves_nothing_behind(monkeypatch):
+    """A chunk whose upload fails half-way (its copy into staging raises), while the other
+    thread streams its own chunk: ``compute`` raises the error, naming the chunk and the
+    adapter; once the other thread's task is over nothing is left behind (its ring destroyed,
+    as a buffer of it may be mid-map), and the device computes right answers after."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import dask
+
+    from dmlgpu.runtime.transfers import HostCopies
+
+    device = _streaming_device()
+    try:
+        x = np.random.default_rng(13).random((2048, 8192), dtype=np.float32)
+        arr = da.from_array(x, chunks=(512, 4096))
+        with ThreadPoolExecutor(2) as pool, dask.config.set(scheduler="threads", pool=pool):
+            dd.argmax(arr, 0, device=device).compute()  # (compiled, buffers pooled)
+        live = _live_bytes(device)
+        copy, calls = HostCopies.copy, []
+
+        def failing(self, dst, src, write):
+            calls.append(write)
+            if write and calls.count(True) == 5:  # the first staging chunk of the third chunk's upload
+                raise RuntimeError("the copy into staging failed (a test's)")
+            copy(self, dst, src, write)
+
+        monkeypatch.setattr(HostCopies, "copy", failing)
+        pool = ThreadPoolExecutor(2)
+        with dask.config.set(scheduler="threads", pool=pool):
+            with pytest.raises(RuntimeError, match=r"^chunk \(\d, \d\) of x, on adapter '.+': the copy into staging"):
+                dd.argmax(arr, 0, device=device).compute()
+        pool.shutdown(wait=True)  # (the other thread's chunk, still running when the error came)
+        monkeypatch.undo()
+        _settled(device)
+        assert _live_bytes(device) == live
+        with ThreadPoolExecutor(2) as pool, dask.config.set(scheduler="threads", pool=pool):
+            np.testing.assert_array_equal(dd.argmax(arr, 0, device=device).compute(), dmlgpu.argmax(x, 0))
+        _settled(device)
+    finally:
+        device.close()
+
+
 def test_import_without_dask_says_how_to_install_it():
     code = ("import sys; sys.modules['dask'] = None; sys.modules['dask.array'] = None\n"
             "try:\n    import dmlgpu.dask\nexcept ImportError as e:\n    print(e)")
@@ -284,6 +387,44 @@ def test_distributed_failure_surfaces_at_compute(client):
     with pytest.raises(TypeError, match=r"^chunk \(2, 1\) of x, on adapter '.+': x.dtype is complex64"):
         client.compute(dd.argmax(bad, (0, 1))).result()
     assert dd.argmax(x, (0, 1)).compute().tolist() == [[0]]  # the workers carry on
+
+
+def _worker_sizes(sizes=None, dask_worker=None):
+    """On a worker: its default device's staging chunk and streaming threshold, set to
+    ``sizes`` if given; the ones before."""
+    transfers = dmlgpu.default_device().runner.transfers
+    before = (transfers.ring_chunk, transfers.stream_above)
+    if sizes is not None:
+        transfers.ring_chunk, transfers.stream_above = sizes
+    return before
+
+
+def _worker_flow(dask_worker=None):
+    """On a worker: its default device's flow, and the bytes it has sent to other workers and clients."""
+    return {**dmlgpu.default_device().runner.transfers.flow.snapshot(), "sent": dask_worker.transfer_outgoing_bytes_total}
+
+
+def test_distributed_workers_stream_their_own_chunks_and_send_only_pairs(client):
+    """Chunks made on the workers (never on the client), 8 MiB each, streamed through each
+    worker's own device as a GPU's 256 MiB chunks are: the answer is the NumPy-level
+    function's, every chunk was uploaded on the worker that made it, nothing is left in
+    flight, and what the workers sent one another and the client (the chunks' (key, index)
+    pairs, the result) is far less than one chunk."""
+    kept = client.run(_worker_sizes, (4 << 20, 1 << 20))
+    try:
+        x = da.random.default_rng(21).random((2048, 8192), chunks=(512, 4096), dtype=np.float32)  # 8 chunks
+        dd.argmax(x, 0).compute()  # (compiled on each worker)
+        before = client.run(_worker_flow)
+        got = dd.argmax(x, 0).compute()
+        after = client.run(_worker_flow)
+        np.testing.assert_array_equal(got, dmlgpu.argmax(x.compute(), 0))
+        assert sum(after[w]["uploads"] - before[w]["uploads"] for w in after) == 8, (before, after)
+        assert all(after[w]["in_flight"] == 0 for w in after), after
+        sent = sum(after[w]["sent"] - before[w]["sent"] for w in after)
+        assert sent < (512 * 4096 * 4) // 4, f"the workers sent {sent} bytes: a chunk crossed between them?"
+    finally:
+        for worker, sizes in kept.items():
+            client.run(_worker_sizes, sizes, workers=[worker])
 
 
 def test_a_cluster_started_with_dasks_own_commands():

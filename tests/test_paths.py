@@ -218,9 +218,9 @@ def test_without_the_hot_loop_the_public_path_is_used_with_a_warning_that_says_w
 
 
 def test_threads_and_spinning_are_the_users_to_set(monkeypatch):
-    """``dmlgpu.configure`` (and DMLGPU_COPY_HELPERS / DMLGPU_SPIN_US) set the copy helpers and
-    the spin of devices opened afterwards; 0 and 0 give the same answers; bad values are
-    refused by name."""
+    """``dmlgpu.configure`` (and DMLGPU_COPY_HELPERS / DMLGPU_SPIN_US / DMLGPU_NAP_US) set the
+    copy helpers, the spin and the nap of devices opened afterwards; 0, 0 and 0 (waits that
+    block in wgpu's poll) give the same answers; bad values are refused by name."""
     import numpy as np
     import pytest
 
@@ -234,12 +234,22 @@ def test_threads_and_spinning_are_the_users_to_set(monkeypatch):
         with pytest.raises(ValueError, match="DMLGPU_SPIN_US is 'soon', but it must be a whole number >= 0"):
             dmlgpu.configure()
         monkeypatch.delenv("DMLGPU_SPIN_US")
+        monkeypatch.setenv("DMLGPU_NAP_US", "80")
+        assert dmlgpu.configure()["nap_us"] == 80
+        monkeypatch.setenv("DMLGPU_NAP_US", "-3")
+        with pytest.raises(ValueError, match="DMLGPU_NAP_US is '-3', but it must be a whole number >= 0"):
+            dmlgpu.configure()
+        monkeypatch.delenv("DMLGPU_NAP_US")
         for bad, error in ((-1, ValueError), (17, ValueError), (1.5, TypeError), (True, TypeError)):
             with pytest.raises(error, match="copy_helpers"):
                 dmlgpu.configure(copy_helpers=bad)
-        dmlgpu.configure(copy_helpers=0, spin_us=0)
-        assert hot.settings() == {"copy_helpers": 0, "spin_us": 0}
+        with pytest.raises(TypeError, match=r"nap_us must be an int, not float \(0.5\)"):
+            dmlgpu.configure(nap_us=0.5)
+        dmlgpu.configure(copy_helpers=0, spin_us=0, nap_us=0)
+        assert hot.settings() == {"copy_helpers": 0, "spin_us": 0, "nap_us": 0}
         device = dmlgpu.Device()
+        if device.runner.path.name == "native":
+            assert device.runner.path.nap_s == 0
         if device.runner.path.name == "native" and device.runner.adapter.info["adapter_type"] != "CPU":
             assert device.runner.path.spin_s == 0 and device.runner.path.copier == device.runner.path.null
         x = np.random.default_rng(5).standard_normal((3, 200_000)).astype(np.float32)

@@ -58,7 +58,9 @@ gives it raises ``ValueError``. Chunks are checked before anything reaches the G
 threaded or synchronous scheduler only, as a device does not travel to other processes),
 else on ``dmlgpu.default_device()`` of the process that runs it, which ``DMLGPU_ADAPTER``
 pins to one adapter (``"#1"``: the adapter at index 1). ``local_cluster`` sets it for each
-worker. Threads of one process may share a device (the runner is thread-safe), but two GPUs
+worker. Threads of one process may share a device (the runner is thread-safe), each with its
+chunk in flight: while one waits for its chunk's result, another's upload goes on (the
+runtime's waits never hold the queue: docs/dask.md, "Transfers beside reductions"). Two GPUs
 driven from one process reach about 1.2x one GPU, so use one worker process per GPU.
 
 Needs the ``dask`` extra: ``pip install dmlgpu[dask]`` (``dask[array]`` and ``distributed``).
@@ -501,8 +503,9 @@ def local_cluster(adapters=None, *, threads_per_worker: int = 2, memory_limit=No
     to its adapter by ``DMLGPU_ADAPTER="#N"``; use it with ``distributed.Client(cluster)``.
 
     ``adapters``: adapter indices (``dmlgpu info`` lists them; an index may repeat, giving
-    several workers on one adapter); default ``gpu_adapters()``. Two threads a worker let it
-    upload one chunk while the GPU reduces another (docs/dask.md says how much that gains).
+    several workers on one adapter); default ``gpu_adapters()``. Two threads a worker let one
+    chunk travel while the GPU reduces another: a chunk a thread in flight on the worker's
+    device (docs/dask.md, "Transfers beside reductions").
     ``memory_limit`` per worker
     defaults to this host's memory shared among the workers. ``worker_options`` go to each
     ``distributed.Nanny``, ``scheduler_options`` to the ``Scheduler`` (default: dashboard on

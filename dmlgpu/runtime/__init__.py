@@ -5,7 +5,8 @@
 - ``public`` / ``native`` (with ``hot``, the C hot path): the two backends that record,
   submit and map.
 - ``memory``: buffer usages and sizes, the pools of kept buffers.
-- ``transfers``: the paths bytes take between the host and the GPU.
+- ``transfers``: the paths bytes take between the host and the GPU; ``flow``: the account of
+  what its large transfers did.
 - ``runner``: orders work on the queue and owns the device's lifetime; ``commits``: small
   calls from many threads in one submission.
 - ``timestamps``: GPU times of recorded passes, for the bench and the calibration.

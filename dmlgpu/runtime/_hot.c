@@ -36,6 +36,11 @@ static void dml_pause(void) {
     __asm__ __volatile__("yield");
 #endif
 }
+/* Sleep ``seconds`` (a poller's nap between polls that do not block: ``dml_wait``). */
+static void dml_nap(double seconds) {
+    struct timespec t = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&t, NULL);
+}
 static double dml_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -214,14 +219,19 @@ static void done_polling(DmlPoller *p) {
 
 /* Wait until ``s`` has landed, polling the device when no other thread does (one at a time:
  * the device's poller, ``f->poller``; NULL: this thread polls alone). For the first ``spin_s``
- * seconds the polls do not block (a blocking poll returns tens of microseconds after the GPU is
- * done, and holds the device meanwhile, which keeps other threads' submits out); then the
- * poller blocks on ``ticket`` (or all work when NULL). A thread that is not polling spins
- * briefly, then sleeps until a map lands or the poller stops. When the queue is idle and the
- * map has not landed for ``idle_timeout_s``, the device is taken as lost. 1: landed, 2: the
- * map failed, -1: timed out. */
-DML_EXPORT int dml_wait(const DmlFns *f, H device, const DmlState *s, double spin_s, double idle_timeout_s,
-                        const uint64_t *ticket) {
+ * seconds the polls do not block (a small call ends within them). After that, with ``nap_s``
+ * 0, the poller blocks on ``ticket`` (or all work when NULL); with ``nap_s`` > 0 (a large
+ * transfer's wait: a staging buffer of its ring, a chunk's result) it naps ``nap_s`` between
+ * polls that still do not block: a blocking wgpuDevicePoll holds wgpu-core's fence lock until
+ * the GPU reaches its ticket (wgpu 29, gfx-rs/wgpu#9470), and every other thread's submit waits
+ * for that lock, so a thread waiting for one chunk's result kept the next chunk's copies off
+ * the queue, and the maps of its staging waited for the same poll (benchmarks/LOG.md,
+ * 2026-11-28, issue 49). A thread that is not polling spins briefly, then sleeps until a map
+ * lands or the poller stops. When the queue is idle and the map has not landed for
+ * ``idle_timeout_s``, the device is taken as lost. 1: landed, 2: the map failed, -1: timed
+ * out. */
+DML_EXPORT int dml_wait(const DmlFns *f, H device, const DmlState *s, double spin_s, double nap_s,
+                        double idle_timeout_s, const uint64_t *ticket) {
     DmlPoller *p = f->poller;
     int state = dml_state(s);
     if (state != PENDING) return state;
@@ -245,15 +255,17 @@ DML_EXPORT int dml_wait(const DmlFns *f, H device, const DmlState *s, double spi
             dml_pause();
             continue;
         }
-        uint32_t idle = f->poll(device, !spinning, spinning ? NULL : ticket);
+        int block = !spinning && nap_s <= 0;
+        uint32_t idle = f->poll(device, block, block ? ticket : NULL);
         if (p && atomic_exchange(&p->landed, 0)) wake_sleepers(p);
         if (spinning || (state = dml_state(s)) != PENDING) continue;
+        if (!block) dml_nap(nap_s); /* (holding the turn: the others' maps land in these polls) */
         if (!idle) continue;
         ticket = NULL;
         now = dml_now();
         if (idle_since < 0) idle_since = now;
         if (now - idle_since > idle_timeout_s) break;
-        dml_yield();
+        if (block) dml_yield();
     }
     if (polling) done_polling(p);
     return state == PENDING ? -1 : state;
@@ -449,7 +461,7 @@ static void dml_copy(DmlCopier *p, void *dst, const void *src, size_t n, size_t 
  * the buffer has no mapped memory (a lost device). */
 DML_EXPORT int dml_fill(const DmlFns *f, H device, const DmlState *s, double spin_s, double idle_timeout_s,
                         DmlCopier *p, size_t parallel_above, H buffer, size_t size, const void *data, size_t nbytes) {
-    int landed = dml_wait(f, device, s, spin_s, idle_timeout_s, NULL);
+    int landed = dml_wait(f, device, s, spin_s, 0, idle_timeout_s, NULL); /* (a small write's: it blocks) */
     if (landed != 1) return landed;
     unsigned char *memory = (unsigned char *)f->mapped_range(buffer, 0, size);
     if (!memory) return -2;
@@ -459,12 +471,13 @@ DML_EXPORT int dml_fill(const DmlFns *f, H device, const DmlState *s, double spi
     return 1;
 }
 
-/* A read's end: wait until ``s`` has landed (``dml_wait``), then copy the first ``nbytes`` of
- * the mapped buffer ``buffer`` (mapped for ``size``) to ``out`` and unmap it, in one call. 1:
- * done, 2: the map failed, -1: timed out, -2: the buffer has no mapped memory (a lost device). */
-DML_EXPORT int dml_read(const DmlFns *f, H device, const DmlState *s, double spin_s, double idle_timeout_s,
-                        const uint64_t *ticket, H buffer, size_t size, void *out, size_t nbytes) {
-    int landed = dml_wait(f, device, s, spin_s, idle_timeout_s, ticket);
+/* A read's end: wait until ``s`` has landed (``dml_wait``; ``nap_s`` > 0: a large transfer's
+ * wait), then copy the first ``nbytes`` of the mapped buffer ``buffer`` (mapped for ``size``)
+ * to ``out`` and unmap it, in one call. 1: done, 2: the map failed, -1: timed out, -2: the
+ * buffer has no mapped memory (a lost device). */
+DML_EXPORT int dml_read(const DmlFns *f, H device, const DmlState *s, double spin_s, double nap_s,
+                        double idle_timeout_s, const uint64_t *ticket, H buffer, size_t size, void *out, size_t nbytes) {
+    int landed = dml_wait(f, device, s, spin_s, nap_s, idle_timeout_s, ticket);
     if (landed != 1) return landed;
     const void *memory = f->mapped_range(buffer, 0, size);
     if (!memory) return -2;

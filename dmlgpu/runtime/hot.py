@@ -19,6 +19,16 @@ import threading
 #: would take one from the work it waits for.
 SPIN_S = 0.5e-3
 
+#: After its spin, a large transfer's wait (a staging buffer of its ring, a chunk's result)
+#: polls without blocking every this many seconds, asleep between polls (``configure``'s
+#: ``nap_us``; 0: it blocks in wgpu-native's poll, as before issue 49). A blocking poll holds
+#: wgpu's fence lock until the GPU is done, and every other thread's submit waits for it (wgpu
+#: 29): a worker's thread waiting for one chunk's result kept the next chunk's copies off the
+#: queue (benchmarks/LOG.md, 2026-11-28, issue 49). A small call's wait still blocks after its
+#: spin: it is over in tens of microseconds, which a nap (and the timer's slack) would outlast.
+#: On every adapter, software ones too (the lock is wgpu's, whatever runs the shaders).
+NAP_S = 50e-6
+
 #: Copies of at least this many bytes into mapped staging on the native path run on
 #: ``FILL_HELPERS`` threads besides the caller's (``hot_copier``; not on software adapters,
 #: as ``SPIN_S``). Upload staging is write-combined memory that one core writes at about
@@ -59,7 +69,7 @@ void dml_map(const DmlFns *f, void *buffer, int write, size_t size, DmlState *s)
 typedef struct DmlPoller DmlPoller;
 DmlPoller *dml_poller_new(void);
 void dml_poller_free(DmlPoller *p);
-int dml_wait(const DmlFns *f, void *device, const DmlState *s, double spin_s, double idle_timeout_s,
+int dml_wait(const DmlFns *f, void *device, const DmlState *s, double spin_s, double nap_s, double idle_timeout_s,
              const uint64_t *ticket);
 void *dml_record(const DmlFns *f, void *device, void *encoder, void *clear, uint64_t clear_size,
                  const DmlStep *steps, size_t n_steps);
@@ -70,7 +80,7 @@ int dml_copier_helpers(const DmlCopier *p);
 void dml_copier_stop(DmlCopier *p);
 int dml_fill(const DmlFns *f, void *device, const DmlState *s, double spin_s, double idle_timeout_s,
              DmlCopier *p, size_t parallel_above, void *buffer, size_t size, const void *data, size_t nbytes);
-int dml_read(const DmlFns *f, void *device, const DmlState *s, double spin_s, double idle_timeout_s,
+int dml_read(const DmlFns *f, void *device, const DmlState *s, double spin_s, double nap_s, double idle_timeout_s,
              const uint64_t *ticket, void *buffer, size_t size, void *out, size_t nbytes);
 size_t dml_record_calls(const DmlFns *f, void *device, DmlCall *const *calls, size_t n, void **pending,
                         size_t n_pending);
@@ -82,8 +92,8 @@ _hot_loaded: list = []  # [(ffi, lib)] once loaded, [None, reason] once it faile
 _copiers: dict = {}  # (pid, helpers, spin_s) -> DmlCopier of this process (hot_copier)
 _copier_lock = threading.Lock()
 #: What ``configure`` set (None: the environment's, else the default).
-_configured: dict[str, int | None] = {"copy_helpers": None, "spin_us": None}
-_ENV = {"copy_helpers": "DMLGPU_COPY_HELPERS", "spin_us": "DMLGPU_SPIN_US"}
+_configured: dict[str, int | None] = {"copy_helpers": None, "spin_us": None, "nap_us": None}
+_ENV = {"copy_helpers": "DMLGPU_COPY_HELPERS", "spin_us": "DMLGPU_SPIN_US", "nap_us": "DMLGPU_NAP_US"}
 _MOST_HELPERS = 16  # _hot.c's DML_MAX_HELPERS
 
 
@@ -96,7 +106,7 @@ def _checked_setting(name: str, value, where: str) -> int:
     return value
 
 
-def configure(*, copy_helpers: int | None = None, spin_us: int | None = None) -> dict:
+def configure(*, copy_helpers: int | None = None, spin_us: int | None = None, nap_us: int | None = None) -> dict:
     """Set the host threads and spinning of devices opened from now on; returns the settings
     before (``settings()``), so that they can be put back with ``configure(**before)`` (as
     values set from then on: the environment no longer counts for them).
@@ -105,10 +115,13 @@ def configure(*, copy_helpers: int | None = None, spin_us: int | None = None) ->
     none; default 3, fewer on hosts with fewer cores; ``DMLGPU_COPY_HELPERS``). ``spin_us``:
     how long a wait for the GPU polls without blocking, and a helper spins for its next copy,
     before they sleep (0: block at once; default 500; ``DMLGPU_SPIN_US``). Neither applies
-    to software adapters (lavapipe), whose "GPU" is the CPU's cores. The defaults are the
-    fast ones on a GPU; an idle process uses no CPU either way."""
+    to software adapters (lavapipe), whose "GPU" is the CPU's cores. ``nap_us``: after the
+    spin, how long a large transfer's wait sleeps between polls that do not block (default
+    50; ``DMLGPU_NAP_US``; 0: it blocks in wgpu-native's poll, which keeps other threads'
+    submits waiting meanwhile, as a small call's wait does: ``NAP_S``), on every adapter.
+    The defaults are the fast ones on a GPU; an idle process uses no CPU either way."""
     before = settings()
-    for name, value in (("copy_helpers", copy_helpers), ("spin_us", spin_us)):
+    for name, value in (("copy_helpers", copy_helpers), ("spin_us", spin_us), ("nap_us", nap_us)):
         if value is not None:
             _configured[name] = _checked_setting(name, value, name)
     return before
@@ -128,9 +141,11 @@ def configured(**values):
 
 
 def settings() -> dict:
-    """The host threads and spinning devices opened now get: ``configure``'s, else the
-    environment's (``DMLGPU_COPY_HELPERS``, ``DMLGPU_SPIN_US``), else the defaults."""
-    defaults = {"copy_helpers": min(FILL_HELPERS, (os.cpu_count() or 1) - 1), "spin_us": int(SPIN_S * 1e6)}
+    """The host threads, spinning and napping devices opened now get: ``configure``'s, else
+    the environment's (``DMLGPU_COPY_HELPERS``, ``DMLGPU_SPIN_US``, ``DMLGPU_NAP_US``), else
+    the defaults."""
+    defaults = {"copy_helpers": min(FILL_HELPERS, (os.cpu_count() or 1) - 1), "spin_us": int(SPIN_S * 1e6),
+                "nap_us": int(NAP_S * 1e6)}
     out = {}
     for name, default in defaults.items():
         value = _configured[name]

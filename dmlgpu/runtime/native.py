@@ -83,6 +83,7 @@ class NativePath:
         fns.encoder_descriptor, fns.pass_descriptor, fns.buffer_descriptor = (
             self.encoder_desc, self.pass_desc, self.buffer_desc)
         self.spin_s = 0.0  # how long a wait polls without blocking first (Runner sets it)
+        self.nap_s = 0.0  # then, in a large transfer's wait, how long it sleeps between polls (``wait``)
         # the threads waiting on this device take turns polling it (``dml_wait``)
         poller = self.hot.dml_poller_new()
         if not poller:
@@ -213,21 +214,28 @@ class NativePath:
         a map that fails says so in its state, which ``read`` raises."""
         self.hot.dml_map(self.fns, m.buffer._internal, 0, m.size, m.state)
 
-    def wait(self, m: NativeMap, ticket) -> None:
+    def wait(self, m: NativeMap, ticket, nap: bool = False) -> None:
         """Wait until the map has landed (``dml_wait``), polling the device when no other
         thread does (one thread polls at a time; the others' maps land in its polls): first
         without blocking, for up to ``spin_s`` (a blocking poll returns tens of microseconds
-        after the GPU is done: benchmarks/LOG.md, "The settings' measurements"), then blocking, which leaves the core to others. No lock of ours is held,
-        nor the interpreter's (cffi lets go of it for every C call)."""
-        self._landed(self.hot.dml_wait(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S,
-                                       self.null if ticket is None else ticket))
+        after the GPU is done: benchmarks/LOG.md, "The settings' measurements"), then blocking,
+        which leaves the core to others; or, with ``nap`` (a large transfer's wait), still
+        without blocking every ``nap_s``, asleep between polls, which leaves the core to others
+        too and, unlike a blocking poll, lets other threads submit meanwhile (``hot.NAP_S``). No
+        lock of ours is held, nor the interpreter's (cffi lets go of it for every C call)."""
+        self._landed(self.hot.dml_wait(self.fns, self.handle, m.state, self.spin_s, self.nap_s if nap else 0.0,
+                                       MAP_TIMEOUT_S, self.null if ticket is None else ticket))
 
-    def read(self, m: NativeMap, ticket, out: np.ndarray) -> None:
-        """``wait`` for the map, then copy its first ``out.nbytes`` bytes into the uint8 array
-        ``out`` and unmap it, in one C call (``dml_read``)."""
-        self._landed(self.hot.dml_read(self.fns, self.handle, m.state, self.spin_s, MAP_TIMEOUT_S,
-                                       self.null if ticket is None else ticket, m.buffer._internal, m.size,
-                                       self.hot_ffi.from_buffer(out, require_writable=True), out.nbytes))
+    def pending(self, m: NativeMap) -> bool:
+        """The map has not landed (its C state, read without waiting)."""
+        return self.hot.dml_state(m.state) == 0
+
+    def read(self, m: NativeMap, ticket, out: np.ndarray, nap: bool = False) -> None:
+        """``wait`` for the map (``nap``: as a large transfer's), then copy its first
+        ``out.nbytes`` bytes into the uint8 array ``out`` and unmap it, in one C call (``dml_read``)."""
+        self._landed(self.hot.dml_read(self.fns, self.handle, m.state, self.spin_s, self.nap_s if nap else 0.0,
+                                       MAP_TIMEOUT_S, self.null if ticket is None else ticket, m.buffer._internal,
+                                       m.size, self.hot_ffi.from_buffer(out, require_writable=True), out.nbytes))
 
     @staticmethod
     def _landed(outcome: int) -> None:

@@ -61,10 +61,16 @@ class PublicPath:
         m.done = False  # a staging buffer's map object is used again for its next map
         m.promise = m.buffer.map_async(wgpu.MapMode.WRITE if write else wgpu.MapMode.READ, 0, m.size)
 
-    def wait(self, m: PublicMap, ticket) -> None:
+    def wait(self, m: PublicMap, ticket, nap: bool = False) -> None:
+        """(wgpu-py's poll thread lands the maps: ``nap`` is the native path's.)"""
         if not m.done:
             m.promise.sync_wait()
             m.done = True
+
+    def pending(self, m: PublicMap) -> bool:
+        """Started and not yet waited for (wgpu-py's poll thread may have landed it meanwhile:
+        this path cannot tell without waiting)."""
+        return m.promise is not None and not m.done
 
     def write_buffer(self, buffer, offset: int, raw: np.ndarray) -> None:
         self.device.queue.write_buffer(buffer, offset, raw)
@@ -85,7 +91,7 @@ class PublicPath:
         del view
         self.unmap(m)
 
-    def read(self, m: PublicMap, ticket, out: np.ndarray) -> None:
+    def read(self, m: PublicMap, ticket, out: np.ndarray, nap: bool = False) -> None:
         """Wait for the map, copy the first ``out.nbytes`` bytes of the mapped buffer into
         ``out``, and unmap it."""
         self.wait(m, ticket)

@@ -196,10 +196,12 @@ class Runner:
         self.path: Backend[Any] = path
         # the path where it is the native one, else None (asked on every dispatch)
         self.native: NativePath | None = path if isinstance(path, NativePath) else None
-        if self.native is not None and self.adapter.info["adapter_type"] != "CPU":
+        if self.native is not None:
             threads = settings()
-            self.native.spin_s = threads["spin_us"] * 1e-6
-            self.native.copier = hot_copier(threads["copy_helpers"], self.native.spin_s)
+            self.native.nap_s = threads["nap_us"] * 1e-6  # (every adapter: hot.NAP_S says why)
+            if self.adapter.info["adapter_type"] != "CPU":
+                self.native.spin_s = threads["spin_us"] * 1e-6
+                self.native.copier = hot_copier(threads["copy_helpers"], self.native.spin_s)
         # small outputs in mappable memory: a NumPy call's kit binds its staging (kits.Kit), a
         # resident call writes a buffer a read maps as it is (Memory.storage(readable=True));
         # on the native path, whose dispatches are recorded at their submit (Deferred)

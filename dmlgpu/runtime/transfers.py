@@ -2,21 +2,33 @@
 host-side copies on several threads, and reads of small outputs in place.
 
 Owns ``Transfers`` (one per runner): the sizes that choose a path, the host threads that copy
-a large transfer's chunks, and the maps of small outputs read in place. May touch the
-runner's queue (it submits its copies and starts its maps there, under the runner's lock)
-and its memory (staging buffers come from and go back to ``Memory``'s pools).
+a large transfer's chunks, and the maps of small outputs read in place; it tells its
+``flow.Flow`` what its large transfers did. May touch the runner's queue (it submits its
+copies and starts its maps there, under the runner's lock) and its memory (staging buffers
+come from and go back to ``Memory``'s pools).
+
+**Transfers beside results.** Threads that share a device each stream their own upload
+through a ring of their own (``Rings``), so that while one thread waits for its result (the
+GPU reducing its chunk) another fills and submits the next chunk's staging: several chunks in
+flight on one device, as many as there are threads (Dask's: a worker's). Nothing here makes
+one thread wait for another's result; the waits themselves must not either, which is why the
+waits here (for a ring's staging, for a result) poll without blocking after their spin
+(``nap=True``, ``hot.NAP_S``). ``Flow.beside`` counts the staging chunks filled while another
+thread's result was still on its way.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import threading
+import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Protocol, cast
 
 import numpy as np
 import wgpu
 
+from .flow import Flow
 from .interrupts import interrupts_held
 from .memory import MAP_READ, MAP_WRITE, READABLE, word_size
 from .native import Handle, NativePath
@@ -171,6 +183,17 @@ class Rings:
             self._out[write] += 1
             return ring
 
+    def ready(self, entry: list, whole: int) -> None:
+        """Wait until ``entry``'s staging buffer (``whole`` bytes) is mapped for writing: once
+        the GPU has copied out of it (its map started after that copy's submit), or, in a new
+        ring, once its first map (started here) has landed."""
+        runner, path = self.runner, self.runner.path
+        if entry[1] is None:
+            entry[1] = path.new_map(entry[0], whole)
+            with runner.lock:
+                path.start_map(entry[1], write=True)
+        path.wait(entry[1], None, nap=True)
+
     def give(self, write: bool, ring: list, ok: bool) -> None:
         """Keep a ring for the next transfer, or destroy it after a failure (a buffer of it may
         be mid-map)."""
@@ -196,6 +219,7 @@ class Transfers:
         self.copies = HostCopies(cores)
         self._read_maps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # readable buffer -> its map
         self.rings = Rings(runner)
+        self.flow = Flow(runner)
 
     def close(self) -> None:
         """End the copy threads, and wake transfers waiting for a ring (they find the device
@@ -282,8 +306,10 @@ class Transfers:
         far)`` is called under the lock, so that the caller can record work that reads what
         has arrived: it runs on the GPU while the next chunk is filled.
         """
-        runner, path = self.runner, self.runner.path
+        runner, path, flow = self.runner, self.runner.path, self.flow
+        began = time.perf_counter()
         ring = self.rings.take(True, self.ring_chunk, self.ring_depth)
+        flow.uploading()
         self.copies.start()
         whole = chunk = ring[0][0].size  # what a staging buffer holds, and what it is filled with
         if not isinstance(source, np.ndarray):
@@ -295,26 +321,14 @@ class Transfers:
         try:
             for i, start in enumerate(range(0, source.nbytes, chunk)):
                 entry = ring[i % len(ring)]
-                staging, m = entry
-                if m is None:  # a new ring: map it for the first time
-                    m = path.new_map(staging, whole)
-                    with runner.lock:
-                        path.start_map(m, write=True)
-                path.wait(m, None)  # mapped again once the GPU has copied out of it
-                size = min(chunk, source.nbytes - start)
-                view = path.mapped(m)
-                if not isinstance(source, np.ndarray):
-                    self.copies.gather(view[:size], source, start // source.row_bytes, size // source.row_bytes)
-                else:
-                    self.copies.copy(view[:size], source[start:start + size], write=True)
-                del view
+                size = self._fill(entry, whole, source, start, min(chunk, source.nbytes - start))
                 with runner.lock:
                     runner.check()
-                    path.unmap(m)
+                    path.unmap(entry[1])
                     entry[1] = None
-                    copy = (staging, 0, buffer, offset + start, word_size(size))
+                    copy = (entry[0], 0, buffer, offset + start, word_size(size))
                     runner.submit([runner.encode((), copies=[copy])], uses=(buffer,))
-                    entry[1] = path.new_map(staging, whole)
+                    entry[1] = path.new_map(entry[0], whole)
                     path.start_map(entry[1], write=True)
                     if on_chunk is not None:
                         on_chunk(start + size)
@@ -323,6 +337,25 @@ class Transfers:
             raise runner.gpu_error(err) from None
         finally:
             self.rings.give(True, ring, ok)
+            flow.uploaded(source.nbytes if ok else 0, began)
+
+    def _fill(self, entry: list, whole: int, source: np.ndarray | Rows, start: int, size: int) -> int:
+        """Fill the ring's staging buffer ``entry`` ([buffer, pending map]; ``whole`` bytes)
+        with ``size`` bytes of ``source`` from ``start`` once it is ready (``Rings.ready``), and
+        count it (``Flow``); ``size``."""
+        path = self.runner.path
+        waited = time.perf_counter()
+        self.rings.ready(entry, whole)
+        filling = time.perf_counter()
+        beside = self.flow.beside_now()  # (another thread's result still on its way: this chunk travels beside it)
+        view = path.mapped(entry[1])
+        if not isinstance(source, np.ndarray):
+            self.copies.gather(view[:size], source, start // source.row_bytes, size // source.row_bytes)
+        else:
+            self.copies.copy(view[:size], source[start:start + size], write=True)
+        del view
+        self.flow.staged_one(waited, filling, beside)
+        return size
 
     # ------------------------------------------------------------------ reads
 
@@ -417,8 +450,12 @@ class Transfers:
         unmap, and keep the staging buffer for the next read. A failure on the way drops the
         buffer: it may still be mid-map."""
         runner, memory = self.runner, self.runner.memory
-        with DroppedOnFailure(runner, m.buffer):
-            runner.path.read(m, ticket, out)
+        began = self.flow.awaiting(m)
+        try:
+            with DroppedOnFailure(runner, m.buffer):
+                runner.path.read(m, ticket, out, nap=True)
+        finally:
+            self.flow.arrived(m, began)
         with runner.lock:
             for old in memory.staging.put(m) if runner.usable else [m]:
                 memory.destroy(old.buffer)
@@ -447,7 +484,11 @@ class Transfers:
             for i, first in enumerate(starts):
                 entry = ring[i % len(ring)]
                 m = entry[1]
-                path.wait(m, tickets.pop(i))
+                began = self.flow.awaiting(m)
+                try:
+                    path.wait(m, tickets.pop(i), nap=True)
+                finally:
+                    self.flow.arrived(m, began)
                 view = path.mapped(m)
                 size = min(chunk, out.nbytes - first)
                 self.copies.copy(out[first:first + size], view[:size], write=False)
