@@ -13,7 +13,7 @@ set -euo pipefail
 tune0=0
 if [ "${1:-}" = --tune0 ]; then tune0=1; shift; fi
 root=$PWD
-python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/dmlgpu-site "$root"
+python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/dmlgpu-site "$root"
 export PYTHONPATH="/tmp/dmlgpu-site${PYTHONPATH:+:$PYTHONPATH}"
 cd /tmp  # so that the installed copy, not the checkout, is imported
 python3 -c 'import dmlgpu, sys; sys.exit(0 if dmlgpu.__file__.startswith("/tmp/dmlgpu-site") else "not the installed copy")'

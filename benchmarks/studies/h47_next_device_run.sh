@@ -9,7 +9,7 @@
 set -uo pipefail
 : "${OUT:?set OUT}"
 root=$PWD
-python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/dmlgpu-site "$root" || exit 1
+python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/dmlgpu-site "$root" || exit 1
 export PYTHONPATH="/tmp/dmlgpu-site${PYTHONPATH:+:$PYTHONPATH}"
 cd /tmp
 python3 "$root/benchmarks/studies/h200_bounds.py" --cases llm_batch,all_1gib --json "$OUT/bounds.json" 2>&1 | tee "$OUT/bounds.txt"

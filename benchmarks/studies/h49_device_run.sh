@@ -34,7 +34,7 @@ step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
     size=(--small --rounds 2) threads_size=(--small)
     cd /tmp
   else
-    python3 -m pip install -q --no-deps --no-build-isolation --target /tmp/dmlgpu-site "$root" || exit 1
+    python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/dmlgpu-site "$root" || exit 1
     export PYTHONPATH="/tmp/dmlgpu-site${PYTHONPATH:+:$PYTHONPATH}"
     cd /tmp  # so that the installed copy (with its compiled hot path), not the checkout, is imported
     python3 -c 'import dmlgpu, sys; sys.exit(0 if dmlgpu.__file__.startswith("/tmp/dmlgpu-site") else "not the installed copy")' || exit 1
