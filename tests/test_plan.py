@@ -259,6 +259,8 @@ def test_split_segments_interleave_where_a_chunk_holds_two_spans():
     runs = argmax_plan((64, 151936), [1], data_type="FLOAT16", tuning=Tuning(segments_interleave=False))
     assert (runs.split, runs.interleave) == (batch.split, False)
     assert not argmax_plan((4096, 65536), [1]).interleave  # unsplit rows
+    two = argmax_plan((64, 256, 4096), [0, 2], tuning=Tuning(min_chunk_per_lane=512, batch=4))
+    assert (two.split > 1, two.interleave) == (True, False)  # two reduced dimensions walk their runs
 
 
 def test_columns_lanes_share_a_chunk_and_keep_the_threads():

@@ -47,7 +47,8 @@ class Settings:
     #: Chunks of a split walk interleaved spans of the output's range (chunk c its segment's
     #: spans c, c + split, ...: the read ceiling's grid-stride pattern) rather than runs of
     #: their own, where a chunk holds at least two spans (a chunk of one span reads the same
-    #: either way, and a shorter one would leave chunks empty) (benchmarks/LOG.md, "The settings' measurements").
+    #: either way, and a shorter one would leave chunks empty) of one reduced dimension (axes02,
+    #: two reduced dimensions, lost 10 points interleaved) (benchmarks/LOG.md, "The settings' measurements").
     segments_interleave: bool = True
 
 
@@ -120,7 +121,8 @@ def plan_fields(shape: Shape, cover: Cover, tuning: "Tuning", loader: str) -> di
     skip_test = bool((batch or pairs) and tuning.skip_min_quads
                      and cover.chunk // shape.per_quad // cover.segment >= tuning.skip_min_quads)
     spans = cover.chunk // (shape.per_quad or 1) // cover.segment  # a segment's spans in a chunk
-    interleave = tuning.segments_interleave and cover.split > 1 and spans >= 2 and not shape.partials_only
+    interleave = (tuning.segments_interleave and cover.split > 1 and spans >= 2 and len(shape.reduced) == 1
+                  and not shape.partials_only)
     return {"batch": batch, "skip_test": skip_test, "interleave": interleave}
 
 
