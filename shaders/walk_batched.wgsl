@@ -31,22 +31,35 @@ fn odometer_at(r: u32) -> Odometer {
 }
 
 // Moves `at` on by the element count whose digits are `by`, carrying from dimension to dimension.
-// The offset moves by `by`'s, and where digit d wraps (at most once: both digits and the carry
-// are below its size), by the next outer dimension's stride less d's whole row: an add and a
-// select a dimension, no multiply by a digit.
+// With one or two reduced dimensions the offset moves by `by`'s, and by the outer stride less
+// an inner row's where the inner digit wraps (it wraps at most once: both digits are below the
+// size): an add and a select a quad, where the general carry multiplies each digit by its stride.
 fn odometer_add(at: ptr<function, Odometer>, by: Odometer) {
+    if (RED_RANK == 1u) {
+        (*at).digit[0] += by.digit[0];
+        (*at).offset += by.offset;
+        return;
+    }
+    if (RED_RANK == 2u) {
+        let size = params.red_size[0][1];
+        let digit = (*at).digit[RED_RANK - 1u] + by.digit[RED_RANK - 1u];  // the inner digit, [1]
+        let wrap = digit >= size;
+        (*at).digit[RED_RANK - 1u] = select(digit, digit - size, wrap);
+        (*at).digit[0] += by.digit[0] + select(0u, 1u, wrap);
+        (*at).offset += by.offset + select(0u, params.red_in[0][0] - size * params.red_in[0][1], wrap);
+        return;
+    }
     var carry = 0u;
-    (*at).offset += by.offset;
+    var offset = 0u;
     for (var d = i32(RED_RANK) - 1; d >= 1; d--) {
         let size = params.red_size[d / 4][d % 4];
         let digit = (*at).digit[d] + by.digit[d] + carry;
-        let wrap = digit >= size;
-        carry = select(0u, 1u, wrap);
-        (*at).digit[d] = select(digit, digit - size, wrap);
-        let outer = params.red_in[(d - 1) / 4][(d - 1) % 4];
-        (*at).offset += select(0u, outer - size * params.red_in[d / 4][d % 4], wrap);
+        carry = select(0u, 1u, digit >= size);
+        (*at).digit[d] = select(digit, digit - size, digit >= size);
+        offset += (*at).digit[d] * params.red_in[d / 4][d % 4];
     }
     (*at).digit[0] += by.digit[0] + carry;
+    (*at).offset = offset + (*at).digit[0] * params.red_in[0][0];
 }
 
 // Reduced elements [start, end) of the slice at `base` (start a multiple of PER_QUAD): this
