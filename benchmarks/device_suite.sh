@@ -12,11 +12,8 @@ set -euo pipefail
 : "${OUT:?set OUT to the folder the results go to}"
 tune0=0
 if [ "${1:-}" = --tune0 ]; then tune0=1; shift; fi
-root=$PWD
-python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/dmlgpu-site "$root"
-export PYTHONPATH="/tmp/dmlgpu-site${PYTHONPATH:+:$PYTHONPATH}"
-cd /tmp  # so that the installed copy, not the checkout, is imported
-python3 -c 'import dmlgpu, sys; sys.exit(0 if dmlgpu.__file__.startswith("/tmp/dmlgpu-site") else "not the installed copy")'
+# shellcheck source=benchmarks/device_install.sh
+source benchmarks/device_install.sh
 export DMLGPU_CACHE_DIR
 DMLGPU_CACHE_DIR=$(mktemp -d)
 plot=()

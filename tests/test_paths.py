@@ -228,18 +228,13 @@ def test_threads_and_spinning_are_the_users_to_set(monkeypatch):
 
     before = dmlgpu.configure()
     try:
-        monkeypatch.setenv("DMLGPU_SPIN_US", "7")
-        assert dmlgpu.configure()["spin_us"] == 7
-        monkeypatch.setenv("DMLGPU_SPIN_US", "soon")
-        with pytest.raises(ValueError, match="DMLGPU_SPIN_US is 'soon', but it must be a whole number >= 0"):
-            dmlgpu.configure()
-        monkeypatch.delenv("DMLGPU_SPIN_US")
-        monkeypatch.setenv("DMLGPU_NAP_US", "80")
-        assert dmlgpu.configure()["nap_us"] == 80
-        monkeypatch.setenv("DMLGPU_NAP_US", "-3")
-        with pytest.raises(ValueError, match="DMLGPU_NAP_US is '-3', but it must be a whole number >= 0"):
-            dmlgpu.configure()
-        monkeypatch.delenv("DMLGPU_NAP_US")
+        for name, variable, good, bad in (("spin_us", "DMLGPU_SPIN_US", 7, "soon"), ("nap_us", "DMLGPU_NAP_US", 80, "-3")):
+            monkeypatch.setenv(variable, str(good))
+            assert dmlgpu.configure()[name] == good
+            monkeypatch.setenv(variable, bad)
+            with pytest.raises(ValueError, match=f"{variable} is '{bad}', but it must be a whole number >= 0"):
+                dmlgpu.configure()
+            monkeypatch.delenv(variable)
         for bad, error in ((-1, ValueError), (17, ValueError), (1.5, TypeError), (True, TypeError)):
             with pytest.raises(error, match="copy_helpers"):
                 dmlgpu.configure(copy_helpers=bad)

@@ -8,10 +8,8 @@
 #    in more chunks now that a segment's merge takes 2 barriers, not 8.
 set -uo pipefail
 : "${OUT:?set OUT}"
-root=$PWD
-python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/dmlgpu-site "$root" || exit 1
-export PYTHONPATH="/tmp/dmlgpu-site${PYTHONPATH:+:$PYTHONPATH}"
-cd /tmp
+# shellcheck source=benchmarks/device_install.sh
+source benchmarks/device_install.sh || exit 1
 python3 "$root/benchmarks/studies/h200_bounds.py" --cases llm_batch,all_1gib --json "$OUT/bounds.json" 2>&1 | tee "$OUT/bounds.txt"
 python3 "$root/benchmarks/compare_tunings.py" cases=all_1gib,llm_argmax,llm_batch,numpy_256mib "" "segments_interleave=1" \
   "segments_interleave=1,batch=4" "llm_batch:min_chunk_per_lane=64" "llm_batch:min_chunk_per_lane=64,segments_interleave=1" \

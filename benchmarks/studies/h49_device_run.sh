@@ -34,10 +34,8 @@ step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
     size=(--small --rounds 2) threads_size=(--small)
     cd /tmp
   else
-    python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/dmlgpu-site "$root" || exit 1
-    export PYTHONPATH="/tmp/dmlgpu-site${PYTHONPATH:+:$PYTHONPATH}"
-    cd /tmp  # so that the installed copy (with its compiled hot path), not the checkout, is imported
-    python3 -c 'import dmlgpu, sys; sys.exit(0 if dmlgpu.__file__.startswith("/tmp/dmlgpu-site") else "not the installed copy")' || exit 1
+    # shellcheck source=benchmarks/device_install.sh
+    source "$root/benchmarks/device_install.sh" || exit 1
   fi
   python3 -c 'import dask, distributed; print("dask", dask.__version__, "distributed", distributed.__version__)' || exit 1
   python3 -m dmlgpu.cli info 2>&1 | head -40

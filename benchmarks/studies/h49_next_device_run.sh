@@ -6,10 +6,8 @@
 #   run(command="source .devkit/prelude.sh && OUT=$OUT bash benchmarks/studies/h49_next_device_run.sh", carry=[".devkit"])
 set -uo pipefail
 : "${OUT:?set OUT}"
-root=$PWD
-python3 -m pip install -q --upgrade --no-deps --no-build-isolation --target /tmp/dmlgpu-site "$root" || exit 1
-export PYTHONPATH="/tmp/dmlgpu-site${PYTHONPATH:+:$PYTHONPATH}"
-cd /tmp
+# shellcheck source=benchmarks/device_install.sh
+source benchmarks/device_install.sh || exit 1
 timeout 90 python3 "$root/benchmarks/studies/h49_chunk_phases.py" --chunks 8 --rounds 3 2>&1 | tee "$OUT/h49-phases.txt"
 for threads in 2 4; do
   timeout 120 python3 "$root/benchmarks/dask_gpus.py" --adapters 0 --gib 4 --rounds 3 --threads $threads --no-numpy-timing \
