@@ -132,6 +132,7 @@ def shader_sources(plan: Plan) -> list[str]:
         "ROW": plan.row_width,
         "ROWS": plan.block_rows,
         "ROW_STAGE": plan.row_stage,
+        "PREFETCH": plan.prefetch,
         "REMAP": plan.remaps_index,
         "ONE_CHUNK": plan.split == 1,
         "BATCH": plan.batch,

@@ -11,8 +11,9 @@
 // loop, their quads loaded as they are; the last tile or two follow, a row a thread, each
 // element read as a word (load_key).
 // ROW_STAGE (SEG = 1): a tile's results go through workgroup memory, so that consecutive
-// threads store consecutive rows.
-// Constants: WG, SEG, ROW, ROWS, ROW_STAGE.
+// threads store consecutive rows. PREFETCH: a thread loads its next tile's quads before it keys
+// this tile's, so that its loads stay in flight while it works (and through the barriers).
+// Constants: WG, SEG, ROW, ROWS, ROW_STAGE, PREFETCH.
 
 const BLOCK_QUADS: u32 = ROWS * ROW / PER_QUAD;
 const LANE_QUADS: u32 = (BLOCK_QUADS + SEG - 1u) / SEG;
@@ -21,6 +22,19 @@ const SOLO_QUADS: u32 = BLOCK_QUADS * (1u / SEG);
 const STAGED_ROWS: u32 = select(1u, WG * ROWS, ROW_STAGE);
 
 var<workgroup> staged: array<Pair, STAGED_ROWS>;
+
+// The quads lane `lane` loads of its segment's block in tile `tile` (a tile past the last
+// block's redoes the last block).
+fn block_quads(tile: u32, lid: u32, lane: u32, blocks: u32, first_quad: u32) -> array<vec4<u32>, LANE_QUADS> {
+    let block = min(tile * (WG / SEG) + lid / SEG, blocks - 1u);
+    var words: array<vec4<u32>, LANE_QUADS>;
+    for (var i = 0u; i < LANE_QUADS; i++) { // unroll
+        if (i * SEG + lane < BLOCK_QUADS) {
+            words[i] = quad(first_quad + block * BLOCK_QUADS + i * SEG + lane);
+        }
+    }
+    return words;
+}
 
 @compute @workgroup_size(WG)
 fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) grid: vec3<u32>) {
@@ -33,16 +47,21 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
     let whole_tiles = min(blocks, (quad_count() - first_quad) / BLOCK_QUADS) / (WG / SEG);
     let stride = grid.x * grid.y * grid.z;
     var tile = workgroup_index(wid);
+    var words: array<vec4<u32>, LANE_QUADS>;
+    if (PREFETCH && tile < whole_tiles) {
+        words = block_quads(tile, inv.lid, lane, blocks, first_quad);
+    }
     // The trip count is the workgroup's: every thread reaches the tree's barriers.
     for (; tile < whole_tiles; tile += stride) {
         // Segments past the last block redo it and store nothing.
         let wanted = tile * (WG / SEG) + inv.lid / SEG;
         let block = min(wanted, blocks - 1u);
-        var words: array<vec4<u32>, LANE_QUADS>;
-        for (var i = 0u; i < LANE_QUADS; i++) { // unroll
-            if (i * SEG + lane < BLOCK_QUADS) {
-                words[i] = quad(first_quad + block * BLOCK_QUADS + i * SEG + lane);
-            }
+        if (!PREFETCH) {
+            words = block_quads(tile, inv.lid, lane, blocks, first_quad);
+        }
+        var ahead: array<vec4<u32>, LANE_QUADS>;
+        if (PREFETCH && tile + stride < whole_tiles) {
+            ahead = block_quads(tile + stride, inv.lid, lane, blocks, first_quad);
         }
         var best = walk_start(0u);
         if (SEG == 1u) {
@@ -85,6 +104,9 @@ fn main(inv: Invocation, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_wor
             if (lane == 0u && wanted < blocks) {
                 store_result(block, kept_offsets(block).y, best);
             }
+        }
+        if (PREFETCH) {
+            words = ahead;
         }
     }
     // The rest, the last tile or two: a block's rows one by one, their elements read as words.

@@ -1029,15 +1029,17 @@ def test_batched_walk_carries_multi_axis_offsets(request, walk_device, shape, ax
 # --- short packed rows in blocks (reduce_rows.wgsl) ------------------------------------
 
 
-@pytest.fixture(scope="module", params=["subgroups", "tree"])
+@pytest.fixture(scope="module", params=["subgroups", "tree", "prefetch"])
 def rows_device(request):
     """Workgroups of 32 threads, at most 2 of them, so that each strides over several tiles
     of rows; segments of several threads merge with shuffles or with the tree; blocks of up to
-    4 quads a thread, so that blocks of several whole-quad rows are covered too."""
+    4 quads a thread, so that blocks of several whole-quad rows are covered too; and (with
+    shuffles) each tile's quads loaded while the tile before is keyed (``rows_prefetch``)."""
     from dmlgpu.plan import Tuning
 
-    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, rows_groups=2, subgroups=request.param == "subgroups",
-                                       rows_whole_quads=False, rows_block_loads=4, loads_per_thread=4))
+    return dmlgpu.Device(tuning=Tuning(workgroup_size=32, rows_groups=2, subgroups=request.param != "tree",
+                                       rows_whole_quads=False, rows_block_loads=4, loads_per_thread=4,
+                                       rows_prefetch=request.param == "prefetch"))
 
 
 ROWS_CASES = [  # (type, width, (threads a block, rows a block))
@@ -1079,6 +1081,7 @@ def test_short_rows_in_blocks(request, rows_device, data_type, width, blocks):
     plan = plan_of(rows_device, calls[0][0], x, [1], calls[0][1])
     assert (plan.kernel, (plan.segment, plan.block_rows)) == ("reduce_rows", blocks)
     assert plan.row_stage == (blocks[1] > 1)  # workgroups of 32: every block of rows fits
+    assert plan.prefetch == (fixture_index(request, "rows_device") == 2)
     for op, kwargs in calls:
         assert_same(*run_both(op, x, 1, rows_device, **kwargs))
 
