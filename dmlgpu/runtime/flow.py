@@ -9,9 +9,10 @@ backend's map states (``Backend.pending``); records, submits and maps nothing.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import weakref
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Iterator, cast
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -79,21 +80,23 @@ class Flow:
             self.staged += 1
             self.beside += beside
 
-    def awaiting(self, m) -> float:
-        """A result is waited for through map ``m`` from now: its start."""
+    @contextlib.contextmanager
+    def awaiting(self, m) -> Iterator[None]:
+        """A result is waited for through map ``m`` inside the block, which ends when it has
+        landed or failed."""
         with self.runner.lock:
             self.awaited.add(m)
             self._begin()
-        return time.perf_counter()
-
-    def arrived(self, m, began: float) -> None:
-        """The wait for ``m`` (``awaiting``) is over, landed or failed."""
-        waited = time.perf_counter() - began
-        with self.runner.lock:
-            self.awaited.discard(m)
-            self.in_flight -= 1
-            self.reads += 1
-            self.read_wait_s += waited
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            waited = time.perf_counter() - began
+            with self.runner.lock:
+                self.awaited.discard(m)
+                self.in_flight -= 1
+                self.reads += 1
+                self.read_wait_s += waited
 
     def snapshot(self, restart_most: bool = False) -> dict:
         """The counts now, as a dict (differences of two show what happened between them);

@@ -450,12 +450,8 @@ class Transfers:
         unmap, and keep the staging buffer for the next read. A failure on the way drops the
         buffer: it may still be mid-map."""
         runner, memory = self.runner, self.runner.memory
-        began = self.flow.awaiting(m)
-        try:
-            with DroppedOnFailure(runner, m.buffer):
-                runner.path.read(m, ticket, out, nap=True)
-        finally:
-            self.flow.arrived(m, began)
+        with self.flow.awaiting(m), DroppedOnFailure(runner, m.buffer):
+            runner.path.read(m, ticket, out, nap=True)
         with runner.lock:
             for old in memory.staging.put(m) if runner.usable else [m]:
                 memory.destroy(old.buffer)
@@ -484,11 +480,8 @@ class Transfers:
             for i, first in enumerate(starts):
                 entry = ring[i % len(ring)]
                 m = entry[1]
-                began = self.flow.awaiting(m)
-                try:
+                with self.flow.awaiting(m):
                     path.wait(m, tickets.pop(i), nap=True)
-                finally:
-                    self.flow.arrived(m, began)
                 view = path.mapped(m)
                 size = min(chunk, out.nbytes - first)
                 self.copies.copy(out[first:first + size], view[:size], write=False)
