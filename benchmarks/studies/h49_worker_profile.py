@@ -3,7 +3,8 @@ upload-only run (issue 49): one worker on one adapter (``dmlgpu.dask.local_clust
 array made on it as ``benchmarks/dask_gpus.py`` makes it, every run once untimed, then the
 worker profiled (cProfile, every thread of the process: Python 3.12's profiler sees them all)
 over ``--runs`` runs of each; per variant the wall times and the functions by cumulative and by
-own time. ``h49_chunk_phases.py`` measured the same calls without Dask: a 256 MiB chunk's
+own time. As run (H200, 2026-11-28) its times turned out not to be per call: that profiler
+keeps one call stack for all threads, so two threads' calls mix; its call counts hold. ``h49_chunk_phases.py`` measured the same calls without Dask: a 256 MiB chunk's
 argmax from NumPy as fast as its upload alone on one thread; in a worker the task took 13 ms
 more.
 
