@@ -121,9 +121,9 @@ def plan_fields(shape: Shape, cover: Cover, tuning: "Tuning", loader: str) -> di
     that walks many of them tests each against the best so far before keying it."""
     batch = tuning.batch if loader == "load_quads" else 0
     pairs = loader == "load_pair_quads"  # walk_pairs.wgsl, which skips too
-    skip_test = bool((batch or pairs) and tuning.skip_min_quads
-                     and cover.chunk // shape.per_quad // cover.segment >= tuning.skip_min_quads)
-    spans = cover.chunk // (shape.per_quad or 1) // cover.segment  # a segment's spans in a chunk
+    # quads (elements, for a loader without them) a thread walks in a chunk: its segment's spans
+    spans = cover.chunk // (shape.per_quad or 1) // cover.segment
+    skip_test = bool((batch or pairs) and tuning.skip_min_quads and spans >= tuning.skip_min_quads)
     interleave = (tuning.segments_interleave and cover.split > 1 and spans >= 2 and len(shape.reduced) == 1
                   and not shape.partials_only)
     return {"batch": batch, "skip_test": skip_test, "interleave": interleave,
