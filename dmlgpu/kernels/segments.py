@@ -47,8 +47,8 @@ class Settings:
     #: Chunks of a split walk interleaved spans of the output's range (chunk c its segment's
     #: spans c, c + split, ...: the read ceiling's grid-stride pattern) rather than runs of
     #: their own, where a chunk holds at least two spans (a chunk of one span reads the same
-    #: either way, and a shorter one would leave chunks empty) of one reduced dimension (axes02,
-    #: two reduced dimensions, lost 10 points interleaved) (benchmarks/LOG.md, "The settings' measurements").
+    #: either way, and a shorter one would leave chunks empty) of one reduced dimension (several
+    #: have not been measured interleaved) (benchmarks/LOG.md, "The settings' measurements").
     segments_interleave: bool = True
     #: The batched walk loads a thread's next batch before it folds this one (loads in flight
     #: while it works, against twice the registers for them). Off until measured on a GPU.
