@@ -8,9 +8,7 @@
 // is pooled by the subgroup when all its threads walk one chunk (`pooled`): their quads so far
 // all have smaller indices than any of the next batch, so ties with the pooled key are decided
 // as the tie rule wants (quick_limit). Otherwise each thread tests against its own best.
-// PREFETCH: a thread loads its next batch before it folds this one, so that its loads stay in
-// flight while it works.
-// Constants: BATCH, SKIP_TEST, RED_RANK, PREFETCH.
+// Constants: BATCH, SKIP_TEST, RED_RANK.
 
 // The digits of a reduced element (row-major over the reduced dimensions; the outermost
 // unbounded) and its input offset.
@@ -64,20 +62,6 @@ fn odometer_add(at: ptr<function, Odometer>, by: Odometer) {
     (*at).offset = offset + (*at).digit[0] * params.red_in[0][0];
 }
 
-// Batch `b` of a thread's quads (of `quads`, its first `first`, every `step`-th), loaded from
-// the odometer `at`, which moves on past them.
-fn load_batch(b: u32, quads: u32, first: u32, step: u32, base: u32, at: ptr<function, Odometer>, stride: Odometer)
-        -> array<vec4<u32>, BATCH> {
-    var words: array<vec4<u32>, BATCH>;
-    for (var k = 0u; k < BATCH; k++) { // unroll
-        if ((b * BATCH + k) * step + first < quads) {
-            words[k] = quad((base + (*at).offset) / PER_QUAD);
-        }
-        odometer_add(at, stride);
-    }
-    return words;
-}
-
 // Reduced elements [start, end) of the slice at `base` (start a multiple of PER_QUAD): this
 // thread's quads, then the ragged tail one by one.
 fn fold_segment(pooled: bool, base: u32, start: u32, end: u32, first: u32, step: u32, best: ptr<function, Pair>) {
@@ -87,17 +71,13 @@ fn fold_segment(pooled: bool, base: u32, start: u32, end: u32, first: u32, step:
     var at = odometer_at(start + first * PER_QUAD);
     let stride = odometer_at(step * PER_QUAD);
     var limit = quick_limit((*best).key);  // the walk's start: no quad that may win is skipped
-    var words: array<vec4<u32>, BATCH>;
-    if (PREFETCH && batches > 0u) {
-        words = load_batch(0u, quads, first, step, base, &at, stride);
-    }
     for (var b = 0u; b < batches; b++) {
-        if (!PREFETCH) {
-            words = load_batch(b, quads, first, step, base, &at, stride);
-        }
-        var ahead: array<vec4<u32>, BATCH>;
-        if (PREFETCH && b + 1u < batches) {
-            ahead = load_batch(b + 1u, quads, first, step, base, &at, stride);
+        var words: array<vec4<u32>, BATCH>;
+        for (var k = 0u; k < BATCH; k++) { // unroll
+            if ((b * BATCH + k) * step + first < quads) {
+                words[k] = quad((base + at.offset) / PER_QUAD);
+            }
+            odometer_add(&at, stride);
         }
         for (var k = 0u; k < BATCH; k++) { // unroll
             let q = (b * BATCH + k) * step + first;
@@ -107,9 +87,6 @@ fn fold_segment(pooled: bool, base: u32, start: u32, end: u32, first: u32, step:
         }
         if (SKIP_TEST) {
             limit = quick_limit(threshold_key((*best).key, pooled));
-        }
-        if (PREFETCH) {
-            words = ahead;
         }
     }
     fold_strided(base, start + quads * PER_QUAD, end, first, step, best);

@@ -928,20 +928,17 @@ def hard_rows(data_type: DataType, n: int, rng: np.random.Generator) -> np.ndarr
     return np.stack(rows).astype(dtype)
 
 
-@pytest.fixture(scope="module", params=["pooled", "per-thread", "no-subgroups", "prefetch"])
+@pytest.fixture(scope="module", params=["pooled", "per-thread", "no-subgroups"])
 def walk_device(request):
     """Small workgroups whose segments walk many quads each, skip test on. "pooled": segments
     of 32 threads, so a subgroup (8 on lavapipe, 32 on NVIDIA) walks one chunk and shares its
     best; "per-thread": segments of 4 threads, so a subgroup spans several rows and each
-    thread tests against its own best; "no-subgroups": the tree and per-thread bests;
-    "prefetch": as "pooled", each batch loaded while the batch before is folded."""
+    thread tests against its own best; "no-subgroups": the tree and per-thread bests."""
     from dmlgpu.plan import Tuning
 
-    loads = {"pooled": 8, "per-thread": 64, "no-subgroups": 8, "prefetch": 8}[request.param]
+    loads = {"pooled": 8, "per-thread": 64, "no-subgroups": 8}[request.param]
     return dmlgpu.Device(tuning=Tuning(workgroup_size=32, loads_per_thread=loads, batch=3, skip_min_quads=2,
-                                       target_workgroups=4, min_chunk_per_lane=4, min_chunk_per_lane_single=4,
-                                       subgroups=request.param != "no-subgroups",
-                                       walk_prefetch=request.param == "prefetch"))
+                                       target_workgroups=4, min_chunk_per_lane=4, min_chunk_per_lane_single=4, subgroups=request.param != "no-subgroups"))
 
 
 @pytest.mark.parametrize("data_type", [t for t in DataType if t.size <= 4], ids=lambda t: t.name)
@@ -956,7 +953,6 @@ def test_batched_walk_with_skip_test(request, walk_device, data_type):
     calls = half_the_calls(data_type, key)
     plan = plan_of(walk_device, calls[0][0], x, [1], calls[0][1])
     assert plan.kernel == "reduce_segments" and plan.batch == 3 and plan.skip_test
-    assert plan.prefetch == (fixture_index(request, "walk_device") == 3)
     for op, kwargs in calls:
         assert_same(*run_both(op, x, 1, walk_device, **kwargs))
 

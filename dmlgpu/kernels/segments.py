@@ -50,9 +50,6 @@ class Settings:
     #: either way, and a shorter one would leave chunks empty) of one reduced dimension (several
     #: have not been measured interleaved) (benchmarks/LOG.md, "The settings' measurements").
     segments_interleave: bool = True
-    #: The batched walk loads a thread's next batch before it folds this one (loads in flight
-    #: while it works, against twice the registers for them). Off until measured on a GPU.
-    walk_prefetch: bool = False
 
 
 #: A CPU adapter's changes: a few hundred work items at most, long chunks a lane.
@@ -126,8 +123,7 @@ def plan_fields(shape: Shape, cover: Cover, tuning: "Tuning", loader: str) -> di
     skip_test = bool((batch or pairs) and tuning.skip_min_quads and spans >= tuning.skip_min_quads)
     interleave = (tuning.segments_interleave and cover.split > 1 and spans >= 2 and len(shape.reduced) == 1
                   and not shape.partials_only)
-    return {"batch": batch, "skip_test": skip_test, "interleave": interleave,
-            "prefetch": bool(batch and tuning.walk_prefetch)}
+    return {"batch": batch, "skip_test": skip_test, "interleave": interleave}
 
 
 def parts(plan: "Plan") -> list[str]:
