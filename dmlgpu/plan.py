@@ -103,7 +103,7 @@ class Plan:
     interleave: bool = False  # a chunk takes every split-th row (reduce_columns) or segment's span of quads (reduce_segments)
     column_unroll: int = 1  # reduce_columns: rows loaded before any is folded (1 for the other kernels)
     row_stage: bool = False  # reduce_rows, a block of several rows a thread: results stored through workgroup memory
-    prefetch: bool = False  # reduce_rows: the next tile's quads loaded before this tile's are keyed
+    prefetch: bool = False  # reduce_rows, staged tiles: the next tile's quads loaded before this tile's are keyed
     # Where a piece of a tensor larger than one binding sits (see ``schedule``): element
     # offsets of its first input and output elements within their bound windows, the
     # index of its first reduced element, and the first slot of its partial pairs.

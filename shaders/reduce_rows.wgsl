@@ -11,8 +11,9 @@
 // loop, their quads loaded as they are; the last tile or two follow, a row a thread, each
 // element read as a word (load_key).
 // ROW_STAGE (SEG = 1): a tile's results go through workgroup memory, so that consecutive
-// threads store consecutive rows. PREFETCH: a thread loads its next tile's quads before it keys
-// this tile's, so that its loads stay in flight while it works (and through the barriers).
+// threads store consecutive rows. PREFETCH (planned with ROW_STAGE): a thread loads its next
+// tile's quads before it keys this tile's, so that its loads stay in flight while it works and
+// through the barriers.
 // Constants: WG, SEG, ROW, ROWS, ROW_STAGE, PREFETCH.
 
 const BLOCK_QUADS: u32 = ROWS * ROW / PER_QUAD;

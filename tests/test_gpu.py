@@ -1034,7 +1034,8 @@ def rows_device(request):
     """Workgroups of 32 threads, at most 2 of them, so that each strides over several tiles
     of rows; segments of several threads merge with shuffles or with the tree; blocks of up to
     4 quads a thread, so that blocks of several whole-quad rows are covered too; and (with
-    shuffles) each tile's quads loaded while the tile before is keyed (``rows_prefetch``)."""
+    shuffles) a staged tile's quads loaded while the tile before is keyed (``rows_prefetch``,
+    off in the other two)."""
     from dmlgpu.plan import Tuning
 
     return dmlgpu.Device(tuning=Tuning(workgroup_size=32, rows_groups=2, subgroups=request.param != "tree",
@@ -1081,7 +1082,7 @@ def test_short_rows_in_blocks(request, rows_device, data_type, width, blocks):
     plan = plan_of(rows_device, calls[0][0], x, [1], calls[0][1])
     assert (plan.kernel, (plan.segment, plan.block_rows)) == ("reduce_rows", blocks)
     assert plan.row_stage == (blocks[1] > 1)  # workgroups of 32: every block of rows fits
-    assert plan.prefetch == (fixture_index(request, "rows_device") == 2)
+    assert plan.prefetch == (fixture_index(request, "rows_device") == 2 and plan.row_stage)
     for op, kwargs in calls:
         assert_same(*run_both(op, x, 1, rows_device, **kwargs))
 
@@ -1094,7 +1095,8 @@ def test_short_rows_in_default_workgroups(device, data_type, staged):
     and each thread stores its own; a ragged last tile either way."""
     x = tie_values(data_type, (256 * 4 * 3 + 7, 3), np.random.default_rng(data_type.size), pool_size=3)
     plan = device.compile(ArgMaxOperatorDesc(TensorDesc(data_type, x.shape), axes=[1])).plan
-    assert (plan.kernel, plan.workgroup_size, plan.row_stage) == ("reduce_rows", 128, staged) and plan.block_rows > 1
+    assert (plan.kernel, plan.workgroup_size, plan.row_stage, plan.prefetch) == ("reduce_rows", 128, staged, staged)
+    assert plan.block_rows > 1
     for op, direction in itertools.product(["argmax", "argmin"], ["increasing", "decreasing"]):
         assert_same(*run_both(op, x, 1, device, axis_direction=direction))
     if data_type.is_float:

@@ -46,9 +46,11 @@ class Settings:
     #: memory (staged_rows_fit) so that consecutive threads store consecutive rows (off: each
     #: thread stores its own, with no barrier: what a CPU adapter wants).
     row_stage: bool = True
-    #: reduce_rows: a thread loads its next tile's quads before it keys this tile's (loads in
-    #: flight while it works, against twice the registers for them). Off until measured on a GPU.
-    rows_prefetch: bool = False
+    #: reduce_rows with a tile's results staged (``row_stage``): a thread loads its next tile's
+    #: quads before it keys this tile's, so that they travel during its keys and the staging's
+    #: barriers (rows of 3 FLOAT32 +8% on a GPU); unstaged tiles, which have no barriers to
+    #: hide, lost 12-21% with it (benchmarks/LOG.md, "Loads a tile ahead").
+    rows_prefetch: bool = True
 
 
 #: A CPU adapter's changes: workgroups of one SIMD register's lanes, rows of more than a few
@@ -130,10 +132,10 @@ def probe_shape(family: str, nbytes: int, size: int, rows_max_bytes: int) -> tup
 
 def plan_fields(shape: Shape, cover: Cover, tuning: "Tuning", loader: str) -> dict:
     """A block of several rows a thread stores its results through workgroup memory, where asked
-    and where they fit; the next tile's quads are loaded ahead where asked."""
-    return {"row_stage": (tuning.row_stage and cover.segment == 1 and cover.block_rows > 1
-                          and staged_rows_fit(cover.workgroup_size, cover.block_rows)),
-            "prefetch": tuning.rows_prefetch}
+    and where they fit; such a tile's next quads are loaded ahead where asked."""
+    row_stage = (tuning.row_stage and cover.segment == 1 and cover.block_rows > 1
+                 and staged_rows_fit(cover.workgroup_size, cover.block_rows))
+    return {"row_stage": row_stage, "prefetch": row_stage and tuning.rows_prefetch}
 
 
 def parts(plan: "Plan") -> list[str]:
