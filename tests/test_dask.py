@@ -146,6 +146,24 @@ def test_empty_chunks_and_a_split_every_of_two():
     assert got.compute().tolist() == [[int(dmlgpu.argmin(x, (0, 1), axis_direction="decreasing")[0, 0])]]
 
 
+@pytest.mark.parametrize("layout", ["packed", "transposed", "sliced", "size-1 axes"])
+def test_winning_values_read_as_indexing_reads_them(layout):
+    """A chunk's winners, read through one flat index where the chunk is packed and by
+    indexing otherwise, are the elements at the winners' positions, for one and two reduced
+    axes (the oracle's argmax is the position each time)."""
+    from dmlgpu.dask import _winners
+
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((6, 7, 5)).astype(np.float32)
+    block = {"packed": base, "transposed": base.transpose(2, 0, 1), "sliced": base[::2, 1:, ::-1],
+             "size-1 axes": base[::5][1:]}[layout]  # an odd stride where the size is 1
+    assert block.flags.c_contiguous == (layout in ("packed", "size-1 axes"))
+    for axes in [(0,), (1,), (2,), (0, 2), (1, 2)]:
+        local = dmlgpu.oracle.argmax(block, axes)
+        coords = np.unravel_index(local.astype(np.intp), [block.shape[a] for a in axes])
+        np.testing.assert_array_equal(_winners(block, dict(zip(axes, coords))), block.max(axis=axes, keepdims=True))
+
+
 def test_merge_rule_is_independent_of_order():
     rng = np.random.default_rng(1)
     pairs = np.empty((12, 50), dd.PAIR)

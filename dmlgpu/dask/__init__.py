@@ -400,9 +400,7 @@ def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, ru
     else:
         local = rules.local(op, block, axes, nan_mode, _device(device))
     coords = np.unravel_index(local.astype(np.intp), [block.shape[a] for a in axes])
-    # the winning values: reduced axes indexed by the winners' positions, the others by aranges
-    at = dict(zip(axes, coords))
-    values = block[tuple(at[i] if i in at else _along(i, n, block.ndim) for i, n in enumerate(block.shape))]
+    values = _winners(block, dict(zip(axes, coords)))
     if values.dtype == np.bool_:  # any nonzero byte is True
         values = (values.view(np.uint8) != 0).view(np.uint8)
     info = block_info[0]
@@ -412,6 +410,18 @@ def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, ru
     pairs["key"] = oracle.order_keys(values, want_max=op == "argmax", nan_mode=nan_mode)
     pairs["index"] = np.ravel_multi_index([c + s for c, s in zip(coords, starts)], sizes)
     return pairs
+
+
+def _winners(block: np.ndarray, at: dict) -> np.ndarray:
+    """The winning values of a chunk: its reduced axes indexed by the winners' positions
+    (``at``: axis -> positions, shaped as the output), the others by aranges. A packed chunk
+    is read through one flat index (``np.take``), which costs the page walks of its scattered
+    reads alone; fancy indexing over several index arrays took twice as long on a 256 MiB chunk."""
+    index = [at[i] if i in at else _along(i, n, block.ndim) for i, n in enumerate(block.shape)]
+    if not block.flags.c_contiguous:
+        return block[tuple(index)]
+    flat = sum(ix * (stride // block.itemsize) for ix, stride in zip(index, block.strides))
+    return np.take(block.reshape(-1), flat)
 
 
 def _along(axis: int, n: int, ndim: int) -> np.ndarray:
