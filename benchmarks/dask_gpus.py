@@ -7,6 +7,7 @@ in rounds, with where the time went.
     python benchmarks/dask_gpus.py --small            # 256 MiB in 32 MiB chunks (runs on lavapipe)
     python benchmarks/dask_gpus.py --small --adapters 0,0   # two workers on one adapter
     python benchmarks/dask_gpus.py --nap-us 0         # waits blocking in wgpu's poll (before issue 49)
+    python benchmarks/dask_gpus.py --bisect           # also the chunk task's reduction alone, and without merges
 
 The array, (rows, cols) FLOAT32 reduced over axis 0 (a time axis), is larger than one GPU's
 storage binding (2 GiB on an H200), large enough that the fixed cost of a Dask compute (tens
@@ -80,6 +81,26 @@ def upload_only(block, block_info=None):
     tensor = dmlgpu.default_device().upload(block)
     tensor.device.runner.transfers.read(tensor._buffers[-1], 4)  # returns once the queue has run the copies
     tensor.release()
+    return np.zeros((1,) * block.ndim, np.float32)
+
+
+def reduce_only(block, block_info=None):
+    """``--bisect``: the chunk task's reduction alone (``dmlgpu.argmax`` from NumPy, as the
+    chunk task calls it, its result dropped); a (1, 1) placeholder back."""
+    import dmlgpu
+
+    dmlgpu.argmax(block, 0, output_data_type="uint32")
+    return np.zeros((1,) * block.ndim, np.float32)
+
+
+def partials_only(block, block_info=None):
+    """``--bisect``: the whole chunk task (``dmlgpu.dask``'s partials: the reduction, the
+    winners gathered and keyed, their global indices), its pairs dropped, so no merge follows."""
+    import dmlgpu.dask as dd
+    from dmlgpu.types import AxisDirection, NanMode
+
+    dd._chunk_partials(block, op="argmax", axes=(0,), direction=AxisDirection.INCREASING, nan_mode=NanMode.IGNORE,
+                       device=None, x_dtype=block.dtype, block_info=block_info)
     return np.zeros((1,) * block.ndim, np.float32)
 
 
@@ -288,6 +309,10 @@ def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
                                            dtype=np.float32).compute(),
             "dask-numpy": lambda: x.argmax(axis=0).compute(),
         }
+        if args.bisect:
+            ones = tuple((1,) * len(c) for c in x.chunks)
+            runs["reduce-only"] = lambda: x.map_blocks(reduce_only, chunks=ones, dtype=np.float32).compute()
+            runs["partials"] = lambda: x.map_blocks(partials_only, chunks=ones, dtype=np.float32).compute()
         sizes = {}
         if args.numpy_surface:
             surface, sizes = surface_runs(x)
@@ -375,6 +400,9 @@ def main() -> int:
     parser.add_argument("--numpy-surface", action="store_true",
                         help="also dmlgpu.dask.numpy.argmax and dmlgpu.dask.argmax with its operator, in the rounds "
                              "(see the docstring)")
+    parser.add_argument("--bisect", action="store_true",
+                        help="add the chunk task's reduction alone (reduce-only) and the whole chunk task with no "
+                             "merge after it (partials) to the rounds: where a dmlgpu chunk's time beyond its upload goes")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
     args = parser.parse_args()
