@@ -298,6 +298,8 @@ def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
     with dd.local_cluster(adapters, threads_per_worker=args.threads, worker_options={"env": env}) as cluster, \
             Client(cluster) as client:
         pinned = worker_adapters(client)
+        if args.switch_interval is not None:  # the workers' interpreters hand their lock over sooner
+            client.run(sys.setswitchinterval, args.switch_interval)
         x, held, futures = generate(client, shape, chunks, args.seed)  # the futures hold the blocks
         print("workers: " + "; ".join(pinned.values()), flush=True)
         gpus = {w: label.split(":")[0] for w, label in pinned.items()}
@@ -403,6 +405,8 @@ def main() -> int:
     parser.add_argument("--bisect", action="store_true",
                         help="add the chunk task's reduction alone (reduce-only) and the whole chunk task with no "
                              "merge after it (partials) to the rounds: where a dmlgpu chunk's time beyond its upload goes")
+    parser.add_argument("--switch-interval", type=float,
+                        help="the workers' sys.setswitchinterval in seconds (Python's default 0.005)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
     args = parser.parse_args()
