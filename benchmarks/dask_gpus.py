@@ -392,7 +392,7 @@ def main() -> int:
     parser.add_argument("--chunk-mib", type=float, help="bytes per chunk in MiB (default 256; 32 with --small)")
     parser.add_argument("--cols", type=int, help="columns (outputs) of the array (default 262144; 16384 with --small)")
     parser.add_argument("--adapters", help="comma-separated adapter indices (default: every GPU, see dmlgpu info)")
-    parser.add_argument("--threads", type=int, default=2, help="threads per worker (default 2, as local_cluster)")
+    parser.add_argument("--threads", type=int, default=4, help="threads per worker (default 4, as local_cluster)")
     parser.add_argument("--cpu-threads", type=int, default=0,
                         help="also time Dask's NumPy argmax on one worker of this many threads (default: skip)")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds of every measurement (median reported)")

@@ -469,7 +469,7 @@ def test_a_cluster_started_with_dasks_own_commands():
                 time.sleep(0.05)
             for i in range(1):
                 procs.append(subprocess.Popen(
-                    dask + ["worker", "--scheduler-file", scheduler_file, "--nthreads", "2", "--no-dashboard",
+                    dask + ["worker", "--scheduler-file", scheduler_file, "--nthreads", "4", "--no-dashboard",
                             "--host", "127.0.0.1", "--name", f"gpu{i}"],
                     env={**os.environ, "DMLGPU_ADAPTER": "#0"}, **quiet))
             with Client(scheduler_file=scheduler_file, timeout=60) as client:
