@@ -98,6 +98,9 @@ class ArgReduction:
     output: TensorDesc
     axes: tuple[int, ...]
     direction: AxisDirection
+    #: Each winner's shader key beside its index (``KeyedIndexDesc``): UINT64 output words,
+    #: the index in the low half, the key in the high half.
+    keyed: bool = False
 
     @property
     def reduced_count(self) -> int:
@@ -454,10 +457,38 @@ def operator_for(op: str, input_tensor: TensorDesc, axes, axis_direction=AxisDir
     return cls(input_tensor, TensorDesc(output_data_type, sizes), axes, axis_direction)
 
 
+@dataclasses.dataclass(frozen=True)
+class KeyedIndexDesc:
+    """Not a DirectML operator: ``index`` (ARGMAX or ARGMIN, its output UINT64, its input of at
+    most 32 bits) with each winner's key, as the shaders compare it, in the high half of its
+    output word and the index in the low half (``ArgReduction.keyed``). ``dmlgpu.dask`` merges
+    its chunks' results by the winners' keys: read from the GPU, they need no gather of the
+    winning values from the chunk on the host."""
+
+    index: ArgMaxOperatorDesc | ArgMinOperatorDesc
+
+    def __post_init__(self):
+        if not isinstance(self.index, (ArgMaxOperatorDesc, ArgMinOperatorDesc)):
+            raise TypeError(f"index must be an ARGMAX or ARGMIN descriptor, not {type(self.index).__name__}")
+        inp, out = self.index.input_tensor, self.index.output_tensor
+        if out.data_type is not DataType.UINT64:
+            raise DescriptorError(f"index.output_tensor.data_type is {out.data_type.name}, but a keyed output "
+                                  f"must be UINT64 (the index in its low half, the key in its high half)")
+        if inp.data_type.size > 4:
+            raise DescriptorError(f"index.input_tensor.data_type is {inp.data_type.name}, but a keyed output "
+                                  f"takes inputs of at most 32 bits (their keys fill a half of its word)")
+
+    def lower(self) -> ArgReduction:
+        return dataclasses.replace(self.index.lower(), keyed=True)
+
+    def check_feature_level(self, level) -> None:
+        self.index.check_feature_level(level)
+
+
 def lower(desc) -> ArgReduction:
     """The ``ArgReduction`` of any operator descriptor."""
     if not isinstance(desc, (ArgMaxOperatorDesc, ArgMinOperatorDesc, ActivationHardmax1OperatorDesc,
-                             ActivationHardmaxOperatorDesc, ReduceOperatorDesc)):
+                             ActivationHardmaxOperatorDesc, ReduceOperatorDesc, KeyedIndexDesc)):
         raise TypeError(f"expected an operator descriptor, not {type(desc).__name__}")
     return desc.lower()
 

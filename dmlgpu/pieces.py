@@ -248,7 +248,7 @@ def schedule(red: ArgReduction, caps: Capabilities, nan_mode, tuning: Tuning | T
     grid = [_partition(_refine(pi, po), n) for pi, po, n in zip(inp.partitions, out.partitions, lengths)]
 
     def sub(box: Box) -> ArgReduction:
-        return ArgReduction(red.op, _sliced(red.input, box), _sliced(red.output, out.own(box)), red.axes, red.direction)
+        return dataclasses.replace(red, input=_sliced(red.input, box), output=_sliced(red.output, out.own(box)))
 
     def piece_plan(box: Box, **kw) -> tuple[Plan, Window]:
         window, base = inp.window(box)

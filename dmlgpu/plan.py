@@ -118,6 +118,8 @@ class Plan:
     # One dispatch for a split: the first pass's work items race to merge their pairs in
     # 64-bit atomic words (binding 3), and the last of an output's stores its winner.
     race: bool = False
+    # The winners' keys stored beside their indices (ArgReduction.keyed; shaders/store_index_key.wgsl).
+    keyed: bool = False
 
     @property
     def output_count(self) -> int:
@@ -318,6 +320,7 @@ def plan(red: ArgReduction, caps: Capabilities, nan_mode=NanMode.IGNORE, tuning:
         in_base=in_base,
         partials_only=partials_only,
         race=race,
+        keyed=red.keyed,
         **kernel.plan_fields(shape, cover, tuning, loader),
     )
 

@@ -116,6 +116,8 @@ def _store_part(plan: Plan) -> str:
     """The module that writes the operator's result."""
     if plan.op == "hardmax":
         return {DataType.FLOAT16: "store_one_f16", DataType.FLOAT64: "store_one_f64"}.get(plan.output_type, "store_one_f32")
+    if plan.keyed:
+        return "store_index_key"
     return "store_index64" if plan.output_type.size == 8 else "store_index32"
 
 

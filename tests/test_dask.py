@@ -146,6 +146,63 @@ def test_empty_chunks_and_a_split_every_of_two():
     assert got.compute().tolist() == [[int(dmlgpu.argmin(x, (0, 1), axis_direction="decreasing")[0, 0])]]
 
 
+KEYED_DEVICES = {  # (device, shape, axes): plans that store the winner directly (short rows),
+    # race a split into 64-bit atomics, merge a split's pairs, and merge pieces' pairs (a
+    # binding of 4 KiB)
+    "rows": (lambda: dmlgpu.Device(tuning=dmlgpu.plan.Tuning()), (4000, 3), (1,)),
+    "race": (lambda: dmlgpu.Device(tuning=dmlgpu.plan.Tuning()), (1, 50000), (1,)),
+    "merge": (lambda: dmlgpu.Device(tuning=dmlgpu.plan.Tuning(workgroup_size=32, target_workgroups=8, min_chunk_per_lane=2,
+                                                                min_chunk_per_lane_single=2, race_max_chunks=0)), (6, 7, 90), (0, 2)),
+    "pieces": (lambda: dmlgpu.Device(smaller={"max_storage_binding": 4096, "max_buffer": 16384},
+                                     tuning=dmlgpu.plan.Tuning(workgroup_size=32)), (9000,), (0,)),
+}
+
+
+@pytest.fixture(scope="module", params=list(KEYED_DEVICES))
+def keyed_device(request):
+    make, shape, axes = KEYED_DEVICES[request.param]
+    return request.param, make(), shape, axes
+
+
+@pytest.mark.parametrize("dtype", [t for t in ALL_TYPES if np.dtype(t).itemsize <= 4])
+def test_keyed_winners_are_the_values_at_the_indices(keyed_device, dtype):
+    """A chunk's winners read from the GPU (``KeyedIndexDesc``: each winner's shader key beside
+    its index, decoded on the host) are the elements at the oracle's indices, keyed alike
+    (NaN's key, the zeros' shared key), where the winner is stored directly, by a split's race,
+    after a split's merge and after the merge of pieces; ARGMAX and ARGMIN, both NaN modes and directions in
+    rotation over the types."""
+    from dmlgpu.dask import _keyed_winners
+
+    name, device, shape, axes = keyed_device
+    k = ALL_TYPES.index(dtype) + len(KEYED_DEVICES) * list(KEYED_DEVICES).index(name)
+    op, mode, direction = ("argmax", "argmin")[k % 2], ("ignore", "propagate")[k // 2 % 2], ("increasing", "decreasing")[k // 4 % 2]
+    x = tie_heavy(np.random.default_rng(k), dtype, shape)
+    local, values = _keyed_winners(x, op, axes, direction, mode, device)
+    want = getattr(dmlgpu.oracle, op)(x, axes, axis_direction=direction, nan_mode=mode)
+    np.testing.assert_array_equal(local, want)
+    at = np.unravel_index(want.astype(np.intp), [x.shape[a] for a in axes])
+    winners = dd._winners(x, dict(zip(axes, at)))
+    keys = [dmlgpu.oracle.order_keys(v, want_max=op == "argmax", nan_mode=mode) for v in (values, winners)]
+    np.testing.assert_array_equal(*keys)
+    plan_of = device.compile(dmlgpu.desc.KeyedIndexDesc(dmlgpu.desc.operator_for(
+        op, dmlgpu.layout.upload_desc(x), axes, dmlgpu.types.AxisDirection.parse(direction, "axis_direction"), "uint64")))
+    plan = plan_of.plan
+    assert {"rows": plan.kernel == "reduce_rows" and plan.split == 1, "race": plan.race,
+            "merge": plan.split > 1 and plan.merge_kernel is not None, "pieces": len(plan_of.schedule.pieces) > 1}[name]
+
+
+def test_keyed_outputs_refuse_what_they_cannot_hold():
+    """A keyed output must be UINT64 and its input at most 32 bits: named, before the GPU."""
+    desc = dmlgpu.desc
+    x = dmlgpu.TensorDesc("float64", (4, 5))
+    with pytest.raises(DescriptorError, match="input_tensor.data_type is FLOAT64"):
+        desc.KeyedIndexDesc(desc.operator_for("argmax", x, (0,), output_data_type="uint64"))
+    with pytest.raises(DescriptorError, match="output_tensor.data_type is UINT32, but a keyed output must be UINT64"):
+        desc.KeyedIndexDesc(desc.operator_for("argmin", dmlgpu.TensorDesc("int8", (4, 5)), (1,)))
+    with pytest.raises(TypeError, match="ARGMAX or ARGMIN"):
+        desc.KeyedIndexDesc(desc.operator_for("hardmax", x, (0,)))
+
+
 @pytest.mark.parametrize("layout", ["packed", "transposed", "sliced", "size-1 axes"])
 def test_winning_values_read_as_indexing_reads_them(layout):
     """A chunk's winners, read through one flat index where the chunk is packed and by

@@ -11,9 +11,11 @@ the chunks: its threads, or ``dask.distributed`` workers across processes and ma
 
 How an arg-reduction is built:
 
-1. **Per chunk, on the GPU.** Each chunk is reduced over the reduced axes it holds by
-   ``dmlgpu.argmax`` / ``argmin`` with the requested direction and NaN mode. On the host,
-   the winning values are gathered from the chunk (one element per output position) and
+1. **Per chunk, on the GPU.** Each chunk is reduced over the reduced axes it holds, as
+   ``dmlgpu.argmax`` / ``argmin`` with the requested direction and NaN mode. A chunk of at most
+   32-bit numbers is reduced with each winner's shader key written beside its index
+   (``desc.KeyedIndexDesc``), from which the host decodes the winning values; other chunks'
+   winning values are gathered from the chunk on the host. Either way they are
    turned into order-preserving keys by ``oracle.order_keys`` (the larger key wins; ``-0.0``
    and ``+0.0`` share a key; NaN's key is the lowest under "ignore", the highest under
    "propagate"; 64-bit integers exact). The local flat index is decomposed over the chunk's
@@ -82,9 +84,9 @@ except ImportError as err:  # the core does without Dask; this module needs it
         f"dmlgpu.dask needs Dask ({err}); install it with: pip install dmlgpu[dask]"
     ) from err
 
-from .. import api, oracle
+from .. import api, layout, oracle
 from ..axes import ALL_NAN
-from ..desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
+from ..desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, KeyedIndexDesc, TensorDesc
 from ..device import Device, default_device
 from ..errors import DataError, DescriptorError
 from ..types import INDEX_TYPE_CAPACITY, MAX_ELEMENTS, MAX_RANK, AxisDirection, DataType, NanMode
@@ -393,14 +395,18 @@ def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, ru
         if direction is AxisDirection.INCREASING:
             pairs["index"] = np.iinfo(np.uint64).max
         return pairs
-    if rules is None:
+    values = None
+    if rules is None and block.dtype.kind in "uif" and block.dtype.itemsize <= 4:
+        local, values = _keyed_winners(block, op, axes, direction, nan_mode, _device(device))
+    elif rules is None:
         fn = api.argmax if op == "argmax" else api.argmin
         local = fn(block, axes, axis_direction=direction, output_data_type="uint32", nan_mode=nan_mode,
                    device=_device(device))
     else:
         local = rules.local(op, block, axes, nan_mode, _device(device))
     coords = np.unravel_index(local.astype(np.intp), [block.shape[a] for a in axes])
-    values = _winners(block, dict(zip(axes, coords)))
+    if values is None:
+        values = _winners(block, dict(zip(axes, coords)))
     if values.dtype == np.bool_:  # any nonzero byte is True
         values = (values.view(np.uint8) != 0).view(np.uint8)
     info = block_info[0]
@@ -410,6 +416,36 @@ def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, ru
     pairs["key"] = oracle.order_keys(values, want_max=op == "argmax", nan_mode=nan_mode)
     pairs["index"] = np.ravel_multi_index([c + s for c, s in zip(coords, starts)], sizes)
     return pairs
+
+
+def _keyed_winners(block: np.ndarray, op: str, axes, direction, nan_mode, device: Device) -> tuple:
+    """(each output's winner's flat index within the chunk, its value) from one call whose
+    output holds the winners' shader keys beside their indices (``KeyedIndexDesc``): no gather
+    of the winning values from the chunk on the host, which in a Dask worker, beside the other
+    threads' uploads, cost 7-9 ms a 256 MiB chunk (benchmarks/LOG.md, thirteenth session)."""
+    cls = ArgMaxOperatorDesc if op == "argmax" else ArgMinOperatorDesc
+    out = TensorDesc(DataType.UINT64, tuple(1 if i in axes else n for i, n in enumerate(block.shape)))
+    index = cls(layout.upload_desc(block), out, tuple(axes), AxisDirection.parse(direction, "axis_direction"))
+    words = device.compile(KeyedIndexDesc(index), nan_mode=nan_mode)(block)
+    keys = (words >> np.uint64(32)).astype(np.uint32)
+    return words & np.uint64(0xFFFFFFFF), _values_of_keys(keys, block.dtype, op == "argmin", NanMode.parse(nan_mode, "nan_mode"))
+
+
+def _values_of_keys(keys: np.ndarray, dtype: np.dtype, minimize: bool, nan_mode: NanMode) -> np.ndarray:
+    """The values of ``dtype`` (at most 32 bits) whose shader keys are ``keys`` (the inverse of
+    ``shaders/key_float.wgsl`` and ``key_int.wgsl``): a NaN for NaN's key, +0.0 for the key
+    -0.0 shares with it; ``oracle.order_keys`` keys them as it keys the values themselves."""
+    dtype = dtype.newbyteorder("=")
+    bits = dtype.itemsize * 8
+    sign = np.uint32(1 << (bits - 1))
+    up = ~keys if minimize else keys  # the keys in ascending order of value
+    if dtype.kind == "f":  # non-negative numbers are their magnitude above the sign bit, negative ones below
+        out = np.where(up >= sign, up - sign, (sign - np.uint32(1) - up) | sign)
+        nan_key = np.uint32(0xFFFFFFFF if nan_mode is NanMode.PROPAGATE else 0)  # set after the minimizing flip
+        out[keys == nan_key] = np.array(np.inf, dtype).view(f"u{dtype.itemsize}") | 1
+    else:
+        out = up ^ sign if dtype.kind == "i" else up
+    return out.astype(f"u{dtype.itemsize}").view(dtype)
 
 
 def _winners(block: np.ndarray, at: dict) -> np.ndarray:
