@@ -155,7 +155,7 @@ def test_the_runtime_is_entered_by_its_front_door():
 
 #: Names of GPU models, which no library file names: a setting's comment says why it exists and
 #: cites the LOG entry that measured it, and what a GPU needs comes from measuring it.
-GPU_MODELS = re.compile(r"\b(H100|H200|A100|RTX|Radeon)\b")
+GPU_MODELS = re.compile(r"\b(H100|H200|A100|RTX|Radeon)s?\b")  # plurals too ("two H200s")
 
 
 def test_no_library_file_names_a_gpu():

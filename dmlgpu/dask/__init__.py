@@ -551,8 +551,8 @@ def local_cluster(adapters=None, *, threads_per_worker: int = 4, memory_limit=No
     ``adapters``: adapter indices (``dmlgpu info`` lists them; an index may repeat, giving
     several workers on one adapter); default ``gpu_adapters()``. A worker's threads each have a
     chunk in flight on its device, so one chunk's host work goes on while others travel; four
-    reduced 256 MiB chunks 14-20% faster than two on one and on two H200s (docs/dask.md,
-    "Transfers beside reductions").
+    reduced 256 MiB chunks 14-20% faster than two, on one GPU and on two, where it was measured
+    (benchmarks/LOG.md, thirteenth session, "Threads a worker"); pass another count to try yours.
     ``memory_limit`` per worker
     defaults to this host's memory shared among the workers. ``worker_options`` go to each
     ``distributed.Nanny``, ``scheduler_options`` to the ``Scheduler`` (default: dashboard on
