@@ -465,7 +465,7 @@ class KeyedIndexDesc:
     its chunks' results by the winners' keys: read from the GPU, they need no gather of the
     winning values from the chunk on the host."""
 
-    index: ArgMaxOperatorDesc | ArgMinOperatorDesc
+    index: OperatorDesc  # checked: ARGMAX or ARGMIN (operator_for's result, as it gives one)
 
     def __post_init__(self):
         if not isinstance(self.index, (ArgMaxOperatorDesc, ArgMinOperatorDesc)):

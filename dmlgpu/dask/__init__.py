@@ -86,7 +86,8 @@ except ImportError as err:  # the core does without Dask; this module needs it
 
 from .. import api, layout, oracle
 from ..axes import ALL_NAN
-from ..desc import ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, KeyedIndexDesc, TensorDesc
+from ..desc import (ActivationHardmax1OperatorDesc, ArgMaxOperatorDesc, ArgMinOperatorDesc, KeyedIndexDesc, TensorDesc,
+                    operator_for)
 from ..device import Device, default_device
 from ..errors import DataError, DescriptorError
 from ..types import INDEX_TYPE_CAPACITY, MAX_ELEMENTS, MAX_RANK, AxisDirection, DataType, NanMode
@@ -423,9 +424,8 @@ def _keyed_winners(block: np.ndarray, op: str, axes, direction, nan_mode, device
     output holds the winners' shader keys beside their indices (``KeyedIndexDesc``): no gather
     of the winning values from the chunk on the host, which in a Dask worker, beside the other
     threads' uploads, cost 7-9 ms a 256 MiB chunk (benchmarks/LOG.md, thirteenth session)."""
-    cls = ArgMaxOperatorDesc if op == "argmax" else ArgMinOperatorDesc
-    out = TensorDesc(DataType.UINT64, tuple(1 if i in axes else n for i, n in enumerate(block.shape)))
-    index = cls(layout.upload_desc(block), out, tuple(axes), AxisDirection.parse(direction, "axis_direction"))
+    index = operator_for(op, layout.upload_desc(block), axes, AxisDirection.parse(direction, "axis_direction"),
+                         DataType.UINT64)
     words = device.compile(KeyedIndexDesc(index), nan_mode=nan_mode)(block)
     keys = (words >> np.uint64(32)).astype(np.uint32)
     return words & np.uint64(0xFFFFFFFF), _values_of_keys(keys, block.dtype, op == "argmin", NanMode.parse(nan_mode, "nan_mode"))
