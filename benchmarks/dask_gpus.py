@@ -305,14 +305,13 @@ def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
         gpus = {w: label.split(":")[0] for w, label in pinned.items()}
         who = client.who_has(futures)
         per_worker = {w: sum(w in who[f.key] for f in futures) for w in pinned}  # chunks each holds
+        ones = tuple((1,) * len(c) for c in x.chunks)  # a placeholder a chunk
         runs = {
             "dmlgpu": lambda: dd.argmax(x, 0).compute(),
-            "upload": lambda: x.map_blocks(upload_only, chunks=tuple((1,) * len(c) for c in x.chunks),
-                                           dtype=np.float32).compute(),
+            "upload": lambda: x.map_blocks(upload_only, chunks=ones, dtype=np.float32).compute(),
             "dask-numpy": lambda: x.argmax(axis=0).compute(),
         }
         if args.bisect:
-            ones = tuple((1,) * len(c) for c in x.chunks)
             runs["reduce-only"] = lambda: x.map_blocks(reduce_only, chunks=ones, dtype=np.float32).compute()
             runs["partials"] = lambda: x.map_blocks(partials_only, chunks=ones, dtype=np.float32).compute()
         sizes = {}
