@@ -49,7 +49,7 @@ class Settings:
     #: reduce_rows with a tile's results staged (``row_stage``): a thread loads its next tile's
     #: quads before it keys this tile's, so that they travel during its keys and the staging's
     #: barriers (rows of 3 FLOAT32 +8% on a GPU); unstaged tiles, which have no barriers to
-    #: hide, lost 12-21% with it (benchmarks/LOG.md, "Loads a tile ahead").
+    #: hide, lost 12-21% with it (benchmarks/LOG.md, thirteenth session, "The prefetches measured").
     rows_prefetch: bool = True
 
 
