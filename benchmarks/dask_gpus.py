@@ -104,6 +104,93 @@ def partials_only(block, block_info=None):
     return np.zeros((1,) * block.ndim, np.float32)
 
 
+#: ``partials-timed``'s steps, in order (those of ``dmlgpu.dask._chunk_partials`` for a chunk
+#: of at most 32 bits), and ``reduce-only``'s one call: timed on the worker (``Phases``).
+PHASES = ("input", "pairs", "call", "split", "offset")
+
+
+class Phases:
+    """Wall seconds, thread CPU seconds and the thread's minor page faults of named steps of one
+    task, added to its worker's sums (``worker_state``'s "phases": name -> [count, wall, cpu,
+    faults]) when the task ends."""
+
+    def __init__(self, prefix: str):
+        self.prefix, self.done = prefix, []
+        self.at = self.now()
+
+    @staticmethod
+    def now() -> tuple:
+        import resource
+
+        return time.perf_counter(), time.thread_time(), resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
+    def mark(self, name: str) -> None:
+        now = self.now()
+        self.done.append((name, *(b - a for a, b in zip(self.at, now))))
+        self.at = now
+
+    def add(self) -> None:
+        import threading
+
+        from distributed import get_worker
+
+        worker = get_worker()
+        with worker.__dict__.setdefault("h49_lock", threading.Lock()):
+            sums = worker.__dict__.setdefault("h49_phases", {})
+            for name, *values in self.done:
+                entry = sums.setdefault(f"{self.prefix}:{name}", [0, 0.0, 0.0, 0])
+                entry[0] += 1
+                for i, v in enumerate(values):
+                    entry[1 + i] += v
+
+
+def reduce_timed(block, block_info=None):
+    """``--bisect``: ``reduce_only`` with its call timed (``Phases``)."""
+    import dmlgpu
+
+    phases = Phases("reduce-timed")
+    dmlgpu.argmax(block, 0, output_data_type="uint32")
+    phases.mark("call")
+    phases.add()
+    return np.zeros((1,) * block.ndim, np.float32)
+
+
+def partials_timed(block, block_info=None):
+    """``--bisect``: the steps of ``partials_only`` for a FLOAT32 chunk one by one, as
+    ``dmlgpu.dask._chunk_partials`` takes them, each timed (``PHASES``)."""
+    import dmlgpu.dask as dd
+    from dmlgpu.types import AxisDirection, NanMode
+
+    phases = Phases("partials-timed")
+    block = dd._chunk_input(block, "argmax", block.dtype, block_info)
+    phases.mark("input")
+    pairs = np.empty([1, block.shape[1]], dd.PAIR)
+    phases.mark("pairs")
+    words = dd._keyed_words(block, "argmax", (0,), AxisDirection.INCREASING, NanMode.IGNORE, dd._device(None))
+    phases.mark("call")
+    np.right_shift(words, np.uint64(32), out=pairs["key"])
+    np.bitwise_and(words, np.uint64(0xFFFFFFFF), out=pairs["index"])
+    phases.mark("split")
+    pairs["index"] += np.uint64(block_info[0]["array-location"][0][0])
+    phases.mark("offset")
+    phases.add()
+    return np.zeros((1,) * block.ndim, np.float32)
+
+
+def phases_line(name: str, where: list[dict]) -> str:
+    """A run's steps (``Phases``) over its timed rounds: ms of wall and of CPU a task."""
+    sums: dict = {}
+    for a in where:
+        for w in a["workers"].values():
+            for k, values in w.get("phases", {}).items():
+                entry = sums.setdefault(k.split(":", 1)[1], [0, 0.0, 0.0, 0])
+                for i, v in enumerate(values):
+                    entry[i] += v
+    return f"    steps of {name} (a task: ms of wall / ms of CPU / minor page faults): " + ", ".join(
+        f"{k} {wall / n * 1e3:.2f} / {cpu / n * 1e3:.2f} / {faults / n:.0f}"
+        for k, (n, wall, cpu, faults) in sorted(sums.items(), key=lambda item: PHASES.index(item[0])) if n)
+
+
 def worker_state(dask_worker=None) -> dict:
     """On a worker (``client.run``): its default device's ``Transfers.flow`` (the most in
     flight counted afresh from now) and the bytes it has sent to other workers and to clients."""
@@ -111,6 +198,8 @@ def worker_state(dask_worker=None) -> dict:
 
     state = dmlgpu.default_device().runner.transfers.flow.snapshot(restart_most=True)
     state["sent_bytes"] = dask_worker.transfer_outgoing_bytes_total
+    with dask_worker.__dict__.setdefault("h49_lock", __import__("threading").Lock()):
+        state["phases"] = {k: list(v) for k, v in dask_worker.__dict__.get("h49_phases", {}).items()}
     return state
 
 
@@ -210,6 +299,8 @@ def account(tasks: list, begin: float, end: float, before: dict, after: dict, th
     workers = {}
     for w in after:
         sums = {k: after[w][k] - before[w][k] for k in FLOW_SUMS}
+        sums["phases"] = {k: [a - b for a, b in zip(v, before[w]["phases"].get(k, (0, 0.0, 0.0, 0)))]
+                          for k, v in after[w]["phases"].items()}
         sums.update(most_in_flight=after[w]["most_in_flight"], sent_bytes=after[w]["sent_bytes"] - before[w]["sent_bytes"],
                     task_s=sum(t[1] - t[0] for t in tasks if t[2] == w), tasks=sum(t[2] == w for t in tasks))
         workers[w] = sums
@@ -314,6 +405,8 @@ def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
         if args.bisect:
             runs["reduce-only"] = lambda: x.map_blocks(reduce_only, chunks=ones, dtype=np.float32).compute()
             runs["partials"] = lambda: x.map_blocks(partials_only, chunks=ones, dtype=np.float32).compute()
+            runs["reduce-timed"] = lambda: x.map_blocks(reduce_timed, chunks=ones, dtype=np.float32).compute()
+            runs["partials-timed"] = lambda: x.map_blocks(partials_timed, chunks=ones, dtype=np.float32).compute()
         sizes = {}
         if args.numpy_surface:
             surface, sizes = surface_runs(x)
@@ -331,7 +424,8 @@ def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
                          "gbps_per_gpu": {gpus[w]: held.get(w, 0) / median / 1e9 for w in pinned},
                          "bytes_per_worker": {gpus[w]: held.get(w, 0) for w in pinned},
                          "chunks_per_worker": {gpus[w]: per_worker[w] for w in pinned},
-                         "where": where, "where_text": text,
+                         "where": where, "where_text": text + ("\n" + phases_line(name, got["where"])
+                                                                 if name.endswith("-timed") else ""),
                          "where_rounds": [{**a, "workers": {gpus[w]: v for w, v in a["workers"].items()}}
                                           for a in got["where"]]})
             if name in sizes:

@@ -165,25 +165,31 @@ def keyed_device(request):
 
 
 @pytest.mark.parametrize("dtype", [t for t in ALL_TYPES if np.dtype(t).itemsize <= 4])
-def test_keyed_winners_are_the_values_at_the_indices(keyed_device, dtype):
-    """A chunk's winners read from the GPU (``KeyedIndexDesc``: each winner's shader key beside
-    its index, decoded on the host) are the elements at the oracle's indices, keyed alike
-    (NaN's key, the zeros' shared key), where the winner is stored directly, by a split's race,
-    after a split's merge and after the merge of pieces; ARGMAX and ARGMIN, both NaN modes and directions in
-    rotation over the types."""
-    from dmlgpu.dask import _keyed_winners
+def test_keyed_words_hold_the_winners_and_keys_that_order_them(keyed_device, dtype):
+    """A chunk's output words from the GPU (``KeyedIndexDesc``: each winner's index in the low
+    half, its shader key in the high half) hold the oracle's indices, and the keys order the
+    winners exactly as ``oracle.order_keys`` orders their values (the same ranks: NaN's place,
+    the zeros' shared key, every tie), where the winner is stored directly, by a split's race,
+    after a split's merge and after the merge of pieces; ARGMAX and ARGMIN, both NaN modes and
+    directions in rotation over the types."""
+    from dmlgpu.dask import _keyed_words
 
     name, device, shape, axes = keyed_device
     k = ALL_TYPES.index(dtype) + len(KEYED_DEVICES) * list(KEYED_DEVICES).index(name)
     op, mode, direction = ("argmax", "argmin")[k % 2], ("ignore", "propagate")[k // 2 % 2], ("increasing", "decreasing")[k // 4 % 2]
     x = tie_heavy(np.random.default_rng(k), dtype, shape)
-    local, values = _keyed_winners(x, op, axes, direction, mode, device)
-    want = getattr(dmlgpu.oracle, op)(x, axes, axis_direction=direction, nan_mode=mode)
-    np.testing.assert_array_equal(local, want)
-    at = np.unravel_index(want.astype(np.intp), [x.shape[a] for a in axes])
-    winners = dd._winners(x, dict(zip(axes, at)))
-    keys = [dmlgpu.oracle.order_keys(v, want_max=op == "argmax", nan_mode=mode) for v in (values, winners)]
-    np.testing.assert_array_equal(*keys)
+    info = np.finfo(dtype) if np.dtype(dtype).kind == "f" else np.iinfo(dtype)
+    special = [info.min, 0, 1, info.max] + ([-1, -0.0, -np.inf, np.inf, np.nan] if np.dtype(dtype).kind == "f" else [])
+    keys, want_keys = [], []  # over x and arrays of one value each: keys compare across calls, as chunks' do
+    for data in [x] + [np.full(shape, v, dtype) for v in special]:
+        words = _keyed_words(data, op, axes, direction, mode, device)
+        want = getattr(dmlgpu.oracle, op)(data, axes, axis_direction=direction, nan_mode=mode)
+        np.testing.assert_array_equal(words & np.uint64(0xFFFFFFFF), want)
+        winners = dd._winners(data, dict(zip(axes, np.unravel_index(want.astype(np.intp), [shape[a] for a in axes]))))
+        keys.append((words >> np.uint64(32)).reshape(-1))
+        want_keys.append(dmlgpu.oracle.order_keys(winners, want_max=op == "argmax", nan_mode=mode).reshape(-1))
+    ranks = [np.unique(np.concatenate(k), return_inverse=True)[1] for k in (keys, want_keys)]
+    np.testing.assert_array_equal(*ranks)
     plan_of = device.compile(dmlgpu.desc.KeyedIndexDesc(dmlgpu.desc.operator_for(
         op, dmlgpu.layout.upload_desc(x), axes, dmlgpu.types.AxisDirection.parse(direction, "axis_direction"), "uint64")))
     plan = plan_of.plan

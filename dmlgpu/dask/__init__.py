@@ -14,17 +14,17 @@ How an arg-reduction is built:
 1. **Per chunk, on the GPU.** Each chunk is reduced over the reduced axes it holds, as
    ``dmlgpu.argmax`` / ``argmin`` with the requested direction and NaN mode. A chunk of at most
    32-bit numbers is reduced with each winner's shader key written beside its index
-   (``desc.KeyedIndexDesc``), from which the host decodes the winning values; other chunks'
-   winning values are gathered from the chunk on the host. Either way they are
-   turned into order-preserving keys by ``oracle.order_keys`` (the larger key wins; ``-0.0``
-   and ``+0.0`` share a key; NaN's key is the lowest under "ignore", the highest under
-   "propagate"; 64-bit integers exact). The local flat index is decomposed over the chunk's
+   (``desc.KeyedIndexDesc``), and those keys are its pairs' keys; other chunks' winning values
+   are gathered from the chunk on the host and keyed by ``oracle.order_keys``. Both keys
+   order values alike (the larger key wins; ``-0.0`` and ``+0.0`` share a key; NaN's key is
+   the lowest under "ignore", the highest under "propagate"; 64-bit integers exact), and one
+   array's chunks are all keyed one way. The local flat index is decomposed over the chunk's
    reduced sizes, the chunk's offsets along the reduced axes are added (Dask's
    ``block_info``), and it is recomposed over the whole array's reduced sizes: a global
-   index. A chunk's partial is a structured array of ``PAIR`` (key, index) with size 1 on
-   the reduced axes.
-2. **One merge rule** (``merge_pairs``) combines partials, in Dask's tree (``split_every``)
-   and in the final aggregate alike: the larger key wins; on equal keys the smaller index
+   index (with one reduced axis: the offset added). A chunk's partial is a structured array
+   of ``PAIR`` (key, index) with size 1 on the reduced axes.
+2. **One merge rule** (``merge_pairs``) combines partials, in Dask's tree (``split_every``,
+   its partials handed over as a list, not concatenated) and in the final aggregate alike: the larger key wins; on equal keys the smaller index
    (INCREASING) or the larger (DECREASING). Within a chunk the GPU already picked by the same
    rule, and offsets preserve row-major order, so the chunk's winner is the best of its
    elements under the global order too. The rule is associative and commutative, so the
@@ -191,7 +191,7 @@ def _tree(op, x, axes, direction, out_type, mode, split_every, device, rules=Non
     return da.reduction(
         partials, _identity, functools.partial(_aggregate, increasing=increasing, dtype=out_type.numpy, worst=worst),
         combine=functools.partial(_combine, increasing=increasing), axis=axes, keepdims=keep,
-        dtype=PAIR, split_every=split_every, concatenate=True,  # dtype: the partials'; meta: the result's
+        dtype=PAIR, split_every=split_every, concatenate=False,  # dtype: the partials'; meta: the result's
         meta=np.empty((0,) * _out_ndim(x, axes, keep), out_type.numpy), name=f"dmlgpu-{op}")
 
 
@@ -385,67 +385,63 @@ def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, ru
     """The chunk's (key, index) pair per output position, with the index over the whole array.
     ``op`` "hardmax" reduces as ARGMAX; keys come from the values reduced (a masked chunk's
     filled values; a bool chunk's truth), so every chunk's pairs compare alike. ``rules``
-    (``dmlgpu.dask.numpy``'s): their errors first (``rules.check``), the chunk reduced by them."""
+    (``dmlgpu.dask.numpy``'s): their errors first (``rules.check``), the chunk reduced by them.
+
+    A chunk of at most 32-bit numbers takes its keys from the GPU (``_keyed_words``) and is
+    written into its pairs in place: in a Dask worker, each fresh array a step makes costs its
+    pages again (Dask's workers hand freed memory back to the system at once), and the steps
+    that decoded the values and keyed them again took 18 ms a 256 MiB chunk on the H200
+    (benchmarks/LOG.md, fourteenth session)."""
     block = _chunk_input(block, op, x_dtype, block_info, rules)
     op = "argmin" if op == "argmin" else "argmax"
     if rules is not None:
         rules.check(op, block)
     out_shape = [1 if i in axes else n for i, n in enumerate(block.shape)]
+    pairs = np.empty(out_shape, PAIR)
     if block.size == 0:  # nothing to offer: a pair that never wins
-        pairs = np.zeros(out_shape, PAIR)
-        if direction is AxisDirection.INCREASING:
-            pairs["index"] = np.iinfo(np.uint64).max
+        pairs["key"] = 0
+        pairs["index"] = np.iinfo(np.uint64).max if direction is AxisDirection.INCREASING else 0
         return pairs
-    values = None
+    index = pairs["index"]
     if rules is None and block.dtype.kind in "uif" and block.dtype.itemsize <= 4:
-        local, values = _keyed_winners(block, op, axes, direction, nan_mode, _device(device))
-    elif rules is None:
-        fn = api.argmax if op == "argmax" else api.argmin
-        local = fn(block, axes, axis_direction=direction, output_data_type="uint32", nan_mode=nan_mode,
-                   device=_device(device))
+        words = _keyed_words(block, op, axes, direction, nan_mode, _device(device))
+        np.right_shift(words, np.uint64(32), out=pairs["key"])
+        np.bitwise_and(words, np.uint64(0xFFFFFFFF), out=index)
     else:
-        local = rules.local(op, block, axes, nan_mode, _device(device))
-    coords = np.unravel_index(local.astype(np.intp), [block.shape[a] for a in axes])
-    if values is None:
-        values = _winners(block, dict(zip(axes, coords)))
-    if values.dtype == np.bool_:  # any nonzero byte is True
-        values = (values.view(np.uint8) != 0).view(np.uint8)
+        if rules is None:
+            fn = api.argmax if op == "argmax" else api.argmin
+            index[...] = fn(block, axes, axis_direction=direction, output_data_type="uint32", nan_mode=nan_mode,
+                            device=_device(device))
+        else:
+            index[...] = rules.local(op, block, axes, nan_mode, _device(device))
+        values = _winners(block, dict(zip(axes, _coords(index, block.shape, axes))))
+        if values.dtype == np.bool_:  # any nonzero byte is True
+            values = (values.view(np.uint8) != 0).view(np.uint8)
+        pairs["key"] = oracle.order_keys(values, want_max=op == "argmax", nan_mode=nan_mode)
     info = block_info[0]
     starts = [info["array-location"][a][0] for a in axes]
-    sizes = [block.shape[a] if math.isnan(info["shape"][a]) else info["shape"][a] for a in axes]  # unknown: one chunk
-    pairs = np.empty(out_shape, PAIR)
-    pairs["key"] = oracle.order_keys(values, want_max=op == "argmax", nan_mode=nan_mode)
-    pairs["index"] = np.ravel_multi_index([c + s for c, s in zip(coords, starts)], sizes)
+    if len(axes) == 1:  # the chunk's offset along the one reduced axis
+        index += np.uint64(starts[0])
+    else:
+        sizes = [block.shape[a] if math.isnan(info["shape"][a]) else info["shape"][a] for a in axes]  # unknown: one chunk
+        index[...] = np.ravel_multi_index([c + s for c, s in zip(_coords(index, block.shape, axes), starts)], sizes)
     return pairs
 
 
-def _keyed_winners(block: np.ndarray, op: str, axes, direction, nan_mode, device: Device) -> tuple:
-    """(each output's winner's flat index within the chunk, its value) from one call whose
-    output holds the winners' shader keys beside their indices (``KeyedIndexDesc``): no gather
-    of the winning values from the chunk on the host, which in a Dask worker, beside the other
-    threads' uploads, cost 7-9 ms a 256 MiB chunk (benchmarks/LOG.md, thirteenth session)."""
+def _coords(index: np.ndarray, shape, axes) -> tuple:
+    """A chunk's flat indices over its reduced axes as positions along each of them."""
+    return np.unravel_index(index.astype(np.intp), [shape[a] for a in axes])
+
+
+def _keyed_words(block: np.ndarray, op: str, axes, direction, nan_mode, device: Device) -> np.ndarray:
+    """One call whose output word per position holds the winner's flat index within the chunk
+    in its low half and the winner's shader key in its high half (``KeyedIndexDesc``). The
+    keys order the winners as ``oracle.order_keys`` orders their values (the same ties: -0.0
+    with +0.0, every NaN alike, NaN lowest under "ignore" and highest under "propagate"), and
+    one array's chunks are all keyed so, so they are the pairs' keys as they are."""
     index = operator_for(op, layout.upload_desc(block), axes, AxisDirection.parse(direction, "axis_direction"),
                          DataType.UINT64)
-    words = device.compile(KeyedIndexDesc(index), nan_mode=nan_mode)(block)
-    keys = (words >> np.uint64(32)).astype(np.uint32)
-    return words & np.uint64(0xFFFFFFFF), _values_of_keys(keys, block.dtype, op == "argmin", NanMode.parse(nan_mode, "nan_mode"))
-
-
-def _values_of_keys(keys: np.ndarray, dtype: np.dtype, minimize: bool, nan_mode: NanMode) -> np.ndarray:
-    """The values of ``dtype`` (at most 32 bits) whose shader keys are ``keys`` (the inverse of
-    ``shaders/key_float.wgsl`` and ``key_int.wgsl``): a NaN for NaN's key, +0.0 for the key
-    -0.0 shares with it; ``oracle.order_keys`` keys them as it keys the values themselves."""
-    dtype = dtype.newbyteorder("=")
-    bits = dtype.itemsize * 8
-    sign = np.uint32(1 << (bits - 1))
-    up = ~keys if minimize else keys  # the keys in ascending order of value
-    if dtype.kind == "f":  # non-negative numbers are their magnitude above the sign bit, negative ones below
-        out = np.where(up >= sign, up - sign, (sign - np.uint32(1) - up) | sign)
-        nan_key = np.uint32(0xFFFFFFFF if nan_mode is NanMode.PROPAGATE else 0)  # set after the minimizing flip
-        out[keys == nan_key] = np.array(np.inf, dtype).view(f"u{dtype.itemsize}") | 1
-    else:
-        out = up ^ sign if dtype.kind == "i" else up
-    return out.astype(f"u{dtype.itemsize}").view(dtype)
+    return device.compile(KeyedIndexDesc(index), nan_mode=nan_mode)(block)
 
 
 def _winners(block: np.ndarray, at: dict) -> np.ndarray:
@@ -473,16 +469,30 @@ def merge_pairs(pairs: np.ndarray, axes, *, increasing: bool) -> np.ndarray:
     equal keys the smaller index (``increasing``) or the larger. Size 1 on ``axes`` after."""
     moved = np.moveaxis(pairs, axes, range(len(axes)))
     flat = moved.reshape((math.prod(moved.shape[:len(axes)]),) + moved.shape[len(axes):])
-    keys, index = flat["key"], flat["index"]
-    best = keys.max(axis=0)
-    tied = keys == best
-    if increasing:
-        chosen = np.where(tied, index, np.iinfo(np.uint64).max).min(axis=0)
-    else:
-        chosen = np.where(tied, index, 0).max(axis=0)
-    out = np.empty(best.shape, PAIR)
-    out["key"], out["index"] = best, chosen
-    return out.reshape([1 if i in axes else n for i, n in enumerate(pairs.shape)])
+    return _best(list(flat), increasing).reshape([1 if i in axes else n for i, n in enumerate(pairs.shape)])
+
+
+def _best(parts: list, increasing: bool) -> np.ndarray:
+    """``merge_pairs``'s rule over partials of one shape, position by position: a copy of the
+    first, each later one's pairs written over it where they win. Dask's tree hands them over
+    as they are (``_parts``), neither concatenated nor widened: in a worker each fresh array
+    costs its pages anew (``_chunk_partials``)."""
+    best = np.array(parts[0], PAIR, copy=True)
+    key, index = best["key"], best["index"]
+    for part in parts[1:]:
+        wins = part["key"] > key
+        tie = part["key"] == key
+        tie &= part["index"] < index if increasing else part["index"] > index
+        wins |= tie
+        np.copyto(best, part, where=wins)
+    return best
+
+
+def _parts(nested) -> list:
+    """The partials of one merge in Dask's tree, from its nested lists (a level per reduced axis)."""
+    if isinstance(nested, (list, tuple)):
+        return [p for n in nested for p in _parts(n)]
+    return [nested]
 
 
 def _identity(partials, axis=None, keepdims=True, **kwargs):
@@ -492,7 +502,7 @@ def _identity(partials, axis=None, keepdims=True, **kwargs):
 def _combine(pairs, axis, keepdims=True, *, increasing, computing_meta=False, **kwargs):
     if computing_meta:
         return pairs
-    return merge_pairs(pairs, axis, increasing=increasing)
+    return _best(_parts(pairs), increasing)
 
 
 def _aggregate(pairs, axis, keepdims=True, *, increasing, dtype, worst=None, computing_meta=False, **kwargs):
@@ -502,7 +512,7 @@ def _aggregate(pairs, axis, keepdims=True, *, increasing, dtype, worst=None, com
     raises NumPy's ``ValueError``, a winner of the worst key is index 0."""
     if computing_meta:
         return np.empty((0,) * (pairs.ndim if keepdims else pairs.ndim - len(axis)), dtype)
-    best = merge_pairs(pairs, axis, increasing=increasing)
+    best = _best(_parts(pairs), increasing)
     index = best["index"].astype(dtype)
     if worst is not None:
         if (best["key"] == 0).any():
