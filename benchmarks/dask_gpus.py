@@ -203,6 +203,42 @@ def worker_state(dask_worker=None) -> dict:
     return state
 
 
+def numa_nodes() -> dict:
+    """This host's NUMA nodes (node -> its CPUs, from sysfs; {} where it has none to show) and
+    its NVIDIA devices (PCI address -> node), for ``--pin``."""
+    import glob
+
+    nodes = {}
+    for path in sorted(glob.glob("/sys/devices/system/node/node[0-9]*/cpulist")):
+        cpus = set()
+        for part in open(path).read().strip().split(","):
+            if part:
+                a, _, b = part.partition("-")
+                cpus.update(range(int(a), int(b or a) + 1))
+        nodes[int(path.split("/node")[-1].split("/")[0])] = sorted(cpus)
+    gpus = {}
+    for dev in sorted(glob.glob("/sys/bus/pci/devices/*")):
+        try:
+            if open(f"{dev}/vendor").read().strip() == "0x10de" and open(f"{dev}/class").read().startswith("0x03"):
+                gpus[os.path.basename(dev)] = int(open(f"{dev}/numa_node").read())
+        except OSError:
+            continue
+    return {"nodes": nodes, "gpus": gpus}
+
+
+def pin_threads(cpus: list) -> int:
+    """On a worker (``client.run``): every thread of the process, and so the threads it starts
+    later, on ``cpus`` (its pages are then first touched on their node); the threads pinned."""
+    pinned = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+            pinned += 1
+        except OSError:  # a thread that has just ended
+            pass
+    return pinned
+
+
 def worker_adapters(client) -> dict:
     """Worker address -> "worker name: DMLGPU_ADAPTER adapter name", opening each worker's device."""
     import dmlgpu
@@ -389,6 +425,11 @@ def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
     with dd.local_cluster(adapters, threads_per_worker=args.threads, worker_options={"env": env}) as cluster, \
             Client(cluster) as client:
         pinned = worker_adapters(client)
+        if args.pin:  # worker k on NUMA node k (mod the nodes), before its chunks are made
+            nodes = numa_nodes()["nodes"]
+            for k, w in enumerate(pinned):
+                cpus = nodes[sorted(nodes)[k % len(nodes)]] if nodes else sorted(os.sched_getaffinity(0))
+                client.run(pin_threads, cpus, workers=[w])
         if args.switch_interval is not None:  # the workers' interpreters hand their lock over sooner
             client.run(sys.setswitchinterval, args.switch_interval)
         x, held, futures = generate(client, shape, chunks, args.seed)  # the futures hold the blocks
@@ -500,6 +541,8 @@ def main() -> int:
                              "merge after it (partials) to the rounds: where a dmlgpu chunk's time beyond its upload goes")
     parser.add_argument("--switch-interval", type=float,
                         help="the workers' sys.setswitchinterval in seconds (Python's default 0.005)")
+    parser.add_argument("--pin", action="store_true",
+                        help="pin worker k's threads to NUMA node k (mod the host's nodes) before its chunks are made")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
     args = parser.parse_args()
@@ -523,6 +566,11 @@ def main() -> int:
           f"({chunk_rows * chunk_cols * 4 / 2**20:.0f} MiB, {nchunks} of them); {args.rounds} rounds; adapters: "
           + ", ".join(f"#{a} {listed[a].info['device']}" for a in adapters)
           + ("" if args.nap_us is None else f"; workers' DMLGPU_NAP_US={args.nap_us}"), flush=True)
+    topology = numa_nodes()
+    print("NUMA nodes: " + (", ".join(f"{n}: {len(c)} CPUs ({c[0]}-{c[-1]})" for n, c in topology["nodes"].items())
+                            or "none shown") + "; NVIDIA devices: "
+          + (", ".join(f"{a} on node {n}" for a, n in topology["gpus"].items()) or "none shown")
+          + ("; workers pinned to nodes in turn" if args.pin else ""), flush=True)
     counts = [1, len(adapters)] if len(adapters) > 1 else [1]
     results = []
     for n in counts:
@@ -564,7 +612,8 @@ def main() -> int:
         report = {"config": {"shape": shape, "chunks": chunks, "dtype": "float32", "axes": [0], "bytes": nbytes,
                              "adapters": adapters, "adapter_names": [listed[a].info["device"] for a in adapters],
                              "threads_per_worker": args.threads, "rounds": args.rounds, "seed": args.seed,
-                             "nap_us": args.nap_us, "numpy_timed": not args.no_numpy_timing},
+                             "nap_us": args.nap_us, "numpy_timed": not args.no_numpy_timing, "pin": args.pin,
+                             "topology": topology},
                   "environment": {"python": platform.python_version(), "host": platform.node(),
                                   "cores": os.cpu_count(), "dmlgpu": dmlgpu.__version__,
                                   "commit": os.environ.get("DMLGPU_COMMIT")},
