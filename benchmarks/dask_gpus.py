@@ -425,10 +425,14 @@ def measure(adapters: list[int], args, shape, chunks) -> list[dict]:
     with dd.local_cluster(adapters, threads_per_worker=args.threads, worker_options={"env": env}) as cluster, \
             Client(cluster) as client:
         pinned = worker_adapters(client)
-        if args.pin:  # worker k on NUMA node k (mod the nodes), before its chunks are made
-            nodes = numa_nodes()["nodes"]
-            for k, w in enumerate(pinned):
-                cpus = nodes[sorted(nodes)[k % len(nodes)]] if nodes else sorted(os.sched_getaffinity(0))
+        if args.pin:  # before the workers' chunks are made
+            topology = numa_nodes()
+            nodes, gpu_nodes = topology["nodes"], list(topology["gpus"].values())
+            for k, (w, a) in enumerate(zip(pinned, adapters)):
+                if args.pin == "gpu" and a < len(gpu_nodes) and gpu_nodes[a] in nodes:
+                    cpus = nodes[gpu_nodes[a]]  # the node of the a-th NVIDIA device in PCI order
+                else:
+                    cpus = nodes[sorted(nodes)[k % len(nodes)]] if nodes else sorted(os.sched_getaffinity(0))
                 client.run(pin_threads, cpus, workers=[w])
         if args.switch_interval is not None:  # the workers' interpreters hand their lock over sooner
             client.run(sys.setswitchinterval, args.switch_interval)
@@ -541,8 +545,10 @@ def main() -> int:
                              "merge after it (partials) to the rounds: where a dmlgpu chunk's time beyond its upload goes")
     parser.add_argument("--switch-interval", type=float,
                         help="the workers' sys.setswitchinterval in seconds (Python's default 0.005)")
-    parser.add_argument("--pin", action="store_true",
-                        help="pin worker k's threads to NUMA node k (mod the host's nodes) before its chunks are made")
+    parser.add_argument("--pin", choices=["node", "gpu"],
+                        help="pin each worker's threads to a NUMA node before its chunks are made: node: worker k "
+                             "to node k (mod the host's nodes); gpu: adapter a's worker to the node of the a-th "
+                             "NVIDIA device in PCI order (a guess at which device the adapter is)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
     args = parser.parse_args()
@@ -570,7 +576,7 @@ def main() -> int:
     print("NUMA nodes: " + (", ".join(f"{n}: {len(c)} CPUs ({c[0]}-{c[-1]})" for n, c in topology["nodes"].items())
                             or "none shown") + "; NVIDIA devices: "
           + (", ".join(f"{a} on node {n}" for a, n in topology["gpus"].items()) or "none shown")
-          + ("; workers pinned to nodes in turn" if args.pin else ""), flush=True)
+          + (f"; workers pinned ({args.pin})" if args.pin else ""), flush=True)
     counts = [1, len(adapters)] if len(adapters) > 1 else [1]
     results = []
     for n in counts:
