@@ -390,7 +390,7 @@ def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, ru
     A chunk of at most 32-bit numbers takes its keys from the GPU (``_keyed_words``) and is
     written into its pairs in place: in a Dask worker, each fresh array a step makes costs its
     pages again (Dask's workers hand freed memory back to the system at once), and the steps
-    that decoded the values and keyed them again took 18 ms a 256 MiB chunk on the H200
+    that decoded the values and keyed them again took 18 ms a 256 MiB chunk where measured
     (benchmarks/LOG.md, fourteenth session)."""
     block = _chunk_input(block, op, x_dtype, block_info, rules)
     op = "argmin" if op == "argmin" else "argmax"
