@@ -265,7 +265,15 @@ class CompiledOperator:
                 clear_now(self.device.runner, clears(output._bindings(), tensor_needs(self.output_desc, self.output_spans)))
                 clear = None
         steps = self._program.flat_steps(input, output)
-        self.device.runner.dispatch(steps, clear=clear, reads=self._reads, now=small)
+        admission = self.device.runner.admission
+        if small:  # one such call at a time on the device, from here to its read-back (Admission)
+            admission.enter()
+        try:
+            self.device.runner.dispatch(steps, clear=clear, reads=self._reads, now=small)
+        except BaseException:
+            if small:
+                admission.leave()
+            raise
         return output
 
     def passes(self, input: Tensor, output: Tensor) -> tuple[Steps, list | None]:

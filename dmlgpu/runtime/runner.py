@@ -63,6 +63,7 @@ import wgpu
 from ..errors import AdapterError, DeviceLostError, warn_at_caller
 from ..plan import Capabilities
 from .adapters import choose_adapter, release_device, request_device
+from .admission import Admission
 from .backend import Backend
 from .commits import Commits
 from .hot import hot_copier, settings
@@ -218,6 +219,7 @@ class Runner:
         self.mapped: set = set()
         self.reading: set = set()
         self.commits = Commits(self)  # small calls submitted together (its ``leading``: one is now)
+        self.admission = Admission()  # resident small calls one at a time, to their read-backs
         self.changed = threading.Condition(self.lock)  # mapped, reading or commits.leading changed
         self._waiting = 0  # threads waiting on ``changed`` (``wait_until``)
         self._queued = False  # small writes queued since the last submit (``Transfers.write``)

@@ -363,14 +363,18 @@ class Transfers:
         """Copy ``out.nbytes`` bytes of ``buffer`` from ``offset`` into the uint8 array ``out``,
         after all recorded work: small reads through one staging buffer (one submit, one map),
         or the buffer itself where it is readable; large ones streamed through the MAP_READ
-        ring. Ctrl-C is held back meanwhile."""
-        with interrupts_held():
-            nbytes = out.nbytes
-            if nbytes > self.stream_above:
-                return self._read_streamed(buffer, out, offset)
-            if buffer.usage == READABLE and offset == 0 and nbytes <= buffer.size:
-                return self._read_in_place(buffer, out)
-            return self._read_staged(buffer, out, offset)
+        ring. Ctrl-C is held back meanwhile. A thread admitted for a small call (``Admission``)
+        leaves when its read ends, read or failed."""
+        try:
+            with interrupts_held():
+                nbytes = out.nbytes
+                if nbytes > self.stream_above:
+                    return self._read_streamed(buffer, out, offset)
+                if buffer.usage == READABLE and offset == 0 and nbytes <= buffer.size:
+                    return self._read_in_place(buffer, out)
+                return self._read_staged(buffer, out, offset)
+        finally:
+            self.runner.admission.leave()
 
     def _read_staged(self, buffer, out: np.ndarray, offset: int) -> np.ndarray:
         """A small read through a MAP_READ staging buffer: its copy recorded after the work
