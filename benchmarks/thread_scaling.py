@@ -28,13 +28,12 @@ import argparse
 import json
 import threading
 import time
-from typing import Any, Callable
 
 import numpy as np
 
 import dmlgpu
 from dmlgpu.bench.gpu_timers import bare_round_trips
-from dmlgpu.bench.throughput import rate
+from dmlgpu.bench.throughput import rate, timed_rate
 from dmlgpu.runtime.hot import configured
 
 THREADS = (1, 2, 4, 8, 16)
@@ -60,39 +59,6 @@ def bare_rate(runner, threads: int, seconds: float, in_c: bool = False) -> float
     for w in workers:
         w.join()
     return sum(done) / (time.perf_counter() - began)
-
-
-def timed_rate(fn: Callable[[], Any], threads: int, seconds: float) -> tuple[float, list]:
-    """Calls of ``fn`` per second from ``threads`` threads started together, over ``seconds``,
-    and every call's wall seconds; an error in any thread is raised."""
-    times: list[list] = [[] for _ in range(threads)]
-    errors: list = []
-    start = threading.Barrier(threads + 1)
-    deadline = [0.0]
-
-    def loop(k: int) -> None:
-        mine, clock = times[k], time.perf_counter
-        start.wait()
-        try:
-            now = clock()
-            while now < deadline[0]:
-                fn()
-                then, now = now, clock()
-                mine.append(now - then)
-        except Exception as err:  # raised below, in the caller's thread
-            errors.append(err)
-
-    workers = [threading.Thread(target=loop, args=(k,), daemon=True) for k in range(threads)]
-    for w in workers:
-        w.start()
-    began = time.perf_counter()
-    deadline[0] = began + seconds
-    start.wait()
-    for w in workers:
-        w.join()
-    if errors:
-        raise errors[0]
-    return sum(len(t) for t in times) / (time.perf_counter() - began), [x for t in times for x in t]
 
 
 def _locked(lock: threading.Lock, fn):

@@ -25,16 +25,25 @@ SECONDS = 1.0
 def rate(fn: Callable[[], Any], threads: int, seconds: float) -> float:
     """Calls of ``fn`` per second from ``threads`` threads started together, over ``seconds``;
     an error in any thread is raised."""
-    counts, errors = [0] * threads, []
+    return timed_rate(fn, threads, seconds)[0]
+
+
+def timed_rate(fn: Callable[[], Any], threads: int, seconds: float) -> tuple[float, list]:
+    """``rate``, and every call's wall seconds (for percentiles)."""
+    times: list[list] = [[] for _ in range(threads)]
+    errors: list = []
     start = threading.Barrier(threads + 1)
     deadline = [0.0]
 
     def loop(k: int) -> None:
+        mine, clock = times[k], time.perf_counter
         start.wait()
         try:
-            while time.perf_counter() < deadline[0]:
+            now = clock()
+            while now < deadline[0]:
                 fn()
-                counts[k] += 1
+                then, now = now, clock()
+                mine.append(now - then)
         except Exception as err:  # raised below, in the caller's thread
             errors.append(err)
 
@@ -48,7 +57,7 @@ def rate(fn: Callable[[], Any], threads: int, seconds: float) -> float:
         w.join()
     if errors:
         raise errors[0]
-    return sum(counts) / (time.perf_counter() - began)
+    return sum(len(t) for t in times) / (time.perf_counter() - began), [x for t in times for x in t]
 
 
 def run(bench: Bench, case: Case) -> dict:
