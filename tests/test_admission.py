@@ -147,6 +147,76 @@ def test_threads_entering_and_leaving_at_random_never_hang():
         assert not any(t.is_alive() for t in threads), f"round {round_}: a thread waits for good"
 
 
+def test_a_call_from_a_signal_handler_while_its_thread_waits_does_not_wait_behind_it():
+    """A handler that makes a resident call runs while its (main) thread waits to be admitted:
+    it goes on at once, rather than queue behind its own thread's wait for good."""
+    admission = Admission(patience_s=30)
+    release, entered = threading.Event(), threading.Event()
+    holder = _holding(admission, release, entered)
+    handled = []
+
+    def handler(signum, frame):
+        admission.enter()
+        admission.leave()
+        handled.append(signum)
+        release.set()  # the holder leaves once the handler has run
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+        admission.enter()  # waits for the holder; the handler runs meanwhile
+        admission.leave()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    holder.join(5)
+    assert handled == [signal.SIGUSR1]
+    assert admission._holder is None and admission.waiting == 0
+
+
+def test_interrupts_landing_anywhere_in_the_bookkeeping_never_hang_the_others():
+    """KeyboardInterrupt raised at random inside ``enter`` and ``leave`` (after any release of
+    the mutex, around every wait), each thread catching it and calling on: every thread goes
+    on making calls (an interrupt costs the others a look, never a wait for good)."""
+    admission = Admission(patience_s=1e-4, streak_s=1e-4)
+    chance = random.Random(7)
+
+    class Mutex:
+        def __init__(self):
+            self.lock = threading.Lock()
+
+        def __enter__(self):
+            self.lock.acquire()
+
+        def __exit__(self, kind, value, tb):
+            self.lock.release()
+            if kind is None and chance.random() < 0.01:
+                raise KeyboardInterrupt
+
+    admission._mutex = Mutex()
+    progress = [0] * 6
+    stop = threading.Event()
+
+    def calls(k: int):
+        while not stop.is_set():
+            for step in (admission.enter, admission.leave):
+                try:
+                    step()
+                except KeyboardInterrupt:
+                    pass
+            progress[k] += 1
+
+    threads = [threading.Thread(target=calls, args=(k,), daemon=True) for k in range(6)]
+    for t in threads:
+        t.start()
+    for _ in range(6):  # every thread moves on, second after second
+        before = list(progress)
+        time.sleep(0.5)
+        assert all(a > b for a, b in zip(progress, before)), f"a thread made no call in 0.5 s: {progress} {before}"
+    stop.set()
+    for t in threads:
+        t.join(5)
+
+
 # --- on the device ------------------------------------------------------------------------
 
 

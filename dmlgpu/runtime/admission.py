@@ -39,6 +39,11 @@ PATIENCE_S = 2e-3
 STREAK_S = 0.5e-3
 
 
+#: A waiter that is not first still looks this often: a wake lost to a Ctrl-C that landed
+#: inside the bookkeeping costs at most this, never a wait for good.
+RECHECK_S = 0.05
+
+
 class _Waiter:
     """A thread waiting to be admitted: its turn (a lock it holds, released to wake it), whether
     a wake is given and not yet taken, and whether it was admitted (handed the device: it goes
@@ -55,7 +60,12 @@ class Admission:
     """Admits one thread at a time (``enter``); the others wait in arrival order. The admitted
     thread's calls follow each other for ``streak_s`` at most while others wait; then, when it
     leaves (``leave``), the first waiter is admitted, and a thread that has held the device for
-    ``patience_s`` is passed by the first waiter."""
+    ``patience_s`` is passed by the first waiter.
+
+    A KeyboardInterrupt (on the main thread) may land between any two steps here, and holding
+    it back would cost two signal calls a step on every call: so a waiter out of the queue goes
+    on, a wake is marked given before it is given, and a waiter that is not first looks again
+    every ``RECHECK_S``; an interrupt costs the others at most that, or the patience."""
 
     def __init__(self, patience_s: float = PATIENCE_S, streak_s: float = STREAK_S):
         self.patience_s, self.streak_s = patience_s, streak_s
@@ -72,53 +82,57 @@ class Admission:
 
     def enter(self) -> None:
         """Return once this thread is admitted (at once if it is already, if no one is and no one
-        waits, or if its own calls' streak goes on)."""
+        waits, if its own calls' streak goes on, or if it is already waiting: a signal handler's
+        call made while its thread waits)."""
         me = threading.get_ident()
-        with self._mutex:
-            if self._holder == me:
-                return
-            now = time.monotonic()
-            streak = self._streak[0] == me and now - self._streak[1] < self.streak_s
-            if self._holder is None and (not self._queue or streak):
-                self._admit(me, now)
-                return
-            entry = _Waiter(me)
-            self._queue.append(entry)
+        entry = None
         try:
+            with self._mutex:
+                if self._holder == me or any(e.thread == me for e in self._queue):
+                    return
+                now = time.monotonic()
+                streak = self._streak[0] == me and now - self._streak[1] < self.streak_s
+                if self._holder is None and (not self._queue or streak):
+                    self._admit(me, now)
+                    return
+                entry = _Waiter(me)
+                self._queue.append(entry)
             while True:
-                timeout = self._look_after(entry)
-                if entry.turn.acquire(timeout=timeout):
+                if entry.turn.acquire(timeout=self._look_after(entry)):
                     with self._mutex:
                         entry.given = False  # (the wake given is taken)
                 with self._mutex:
-                    if entry.admitted:
+                    if entry.admitted or entry not in self._queue:  # handed the device
                         return
+                    if entry.given and entry.turn.locked():  # a wake marked but never given
+                        entry.given = False
                     now = time.monotonic()
                     if self._queue[0] is entry and (self._holder is None or now - self._since >= self.patience_s):
                         self._queue.popleft()
+                        entry.admitted = True
                         self._admit(me, now)
                         self._wake_first()
                         return
         except BaseException:  # (Ctrl-C while waiting): out of the queue, or admitted and leaving at once
-            with self._mutex:
-                queued = entry in self._queue
-                if queued:
-                    first = self._queue[0] is entry
-                    self._queue.remove(entry)
-                    if first:
-                        self._wake_first()
-            if not queued:
-                self.leave()
+            if entry is not None:
+                with self._mutex:
+                    if entry in self._queue:
+                        first = self._queue[0] is entry
+                        self._queue.remove(entry)
+                        if first:
+                            self._wake_first()
+                    elif self._holder == me:
+                        self._hand_over()
             raise
 
     def _look_after(self, entry: _Waiter) -> float:
         """How long a waiter sleeps before it looks again: the first one until the admitted
         thread's streak or patience runs out (it may then go ahead), the others until woken
         (a look costs the interpreter's lock, and sixteen threads looking every streak took
-        the admitted one's turn: benchmarks/LOG.md, fourteenth session)."""
+        the admitted one's turn: benchmarks/LOG.md, fourteenth session), or ``RECHECK_S``."""
         with self._mutex:
             if not self._queue or self._queue[0] is not entry:
-                return -1
+                return RECHECK_S
             if self._holder is None:  # (left free just now)
                 return 0
             now = time.monotonic()
@@ -131,27 +145,30 @@ class Admission:
     def _wake_first(self) -> None:
         """Give the first waiter its turn to look (under the mutex)."""
         if self._queue and not self._queue[0].given:
-            self._queue[0].turn.release()
             self._queue[0].given = True
+            self._queue[0].turn.release()
 
     def leave(self) -> None:
         """End this thread's admission, if it holds it: the first waiter is admitted once this
         thread's streak is over, else the device is left free (this thread's next call, or the
         first waiter when it looks at the streak's end, takes it)."""
-        me = threading.get_ident()
         with self._mutex:
-            if self._holder != me:
-                return
-            now = time.monotonic()
-            if self._queue and now - self._streak[1] >= self.streak_s:
-                entry = self._queue[0]
-                self._wake_first()  # (its turn given, before it leaves the queue)
-                self._queue.popleft()
-                entry.admitted = True
-                self._admit(entry.thread, now)
-                self._wake_first()  # the next one watches the clock from now on
-            else:
-                self._holder = None
+            if self._holder == threading.get_ident():
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        """``leave`` under the mutex."""
+        now = time.monotonic()
+        if self._queue and now - self._streak[1] >= self.streak_s:
+            entry = self._queue.popleft()
+            entry.admitted = True
+            self._admit(entry.thread, now)
+            if not entry.given:
+                entry.given = True
+                entry.turn.release()
+            self._wake_first()  # the next one watches the clock from now on
+        else:
+            self._holder = None
 
     @property
     def waiting(self) -> int:
