@@ -518,6 +518,11 @@ def line(row: dict) -> str:
         text += "  answer " + ("matches Dask's NumPy argmax" if row["correct"] else "DIFFERS from Dask's NumPy argmax")
     if "where_text" in row:
         text += "\n" + row["where_text"]
+    if row.get("workers", 1) > 1 and "where_rounds" in row:  # (two GPUs' rounds were bimodal: which worker lost)
+        text += "\n    rounds: " + "; ".join(
+            f"{wall * 1e3:.0f} ms (" + ", ".join(f"{w.split('-')[0]} tasks {v['task_s']:.2f} s, fill {v['fill_s']:.2f}"
+                                               for w, v in sorted(a["workers"].items())) + ")"
+            for wall, a in zip(row["samples_s"], row["where_rounds"]))
     return text
 
 
