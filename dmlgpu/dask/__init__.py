@@ -402,7 +402,7 @@ def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, ru
         pairs["key"] = 0
         pairs["index"] = np.iinfo(np.uint64).max if direction is AxisDirection.INCREASING else 0
         return pairs
-    index = pairs["index"]
+    index, coords = pairs["index"], None
     if rules is None and block.dtype.kind in "uif" and block.dtype.itemsize <= 4:
         words = _keyed_words(block, op, axes, direction, nan_mode, _device(device))
         np.right_shift(words, np.uint64(32), out=pairs["key"])
@@ -414,7 +414,8 @@ def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, ru
                             device=_device(device))
         else:
             index[...] = rules.local(op, block, axes, nan_mode, _device(device))
-        values = _winners(block, dict(zip(axes, _coords(index, block.shape, axes))))
+        coords = _coords(index, block.shape, axes)
+        values = _winners(block, dict(zip(axes, coords)))
         if values.dtype == np.bool_:  # any nonzero byte is True
             values = (values.view(np.uint8) != 0).view(np.uint8)
         pairs["key"] = oracle.order_keys(values, want_max=op == "argmax", nan_mode=nan_mode)
@@ -424,7 +425,8 @@ def _chunk_partials(block, *, op, axes, direction, nan_mode, device, x_dtype, ru
         index += np.uint64(starts[0])
     else:
         sizes = [block.shape[a] if math.isnan(info["shape"][a]) else info["shape"][a] for a in axes]  # unknown: one chunk
-        index[...] = np.ravel_multi_index([c + s for c, s in zip(_coords(index, block.shape, axes), starts)], sizes)
+        coords = coords if coords is not None else _coords(index, block.shape, axes)  # (the gather's, where it made them)
+        index[...] = np.ravel_multi_index([c + s for c, s in zip(coords, starts)], sizes)
     return pairs
 
 
