@@ -89,3 +89,13 @@ class Duck:
 
     def __array__(self, dtype=None, copy=None):
         return self.a
+
+
+def run_all(threads: list, wrong: list, errors: list) -> None:
+    """Start the threads, wait for them, and hold that they met no wrong answer and no error."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert not wrong, wrong[:3]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import dmlgpu
+from _support import run_all
 from dmlgpu.runtime.admission import Admission
 
 
@@ -239,12 +240,7 @@ def test_small_calls_of_many_threads_are_right_and_leave_the_device_free():
         except Exception as err:
             errors.append(err)
 
-    threads = [threading.Thread(target=loop, args=(k,)) for k in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and not wrong
+    run_all([threading.Thread(target=loop, args=(k,)) for k in range(12)], wrong, errors)
     admission = device.runner.admission
     assert admission._holder is None and admission.waiting == 0
     device.close()

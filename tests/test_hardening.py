@@ -22,6 +22,7 @@ import dmlgpu
 from dmlgpu import oracle
 from dmlgpu.desc import ArgMaxOperatorDesc, ArgMinOperatorDesc, TensorDesc
 from dmlgpu.tensor_desc import first_overlap
+from _support import run_all
 
 # --- threads ---------------------------------------------------------------------------
 
@@ -52,23 +53,13 @@ def _call_loop(device, seed: int, calls: int, wrong: list, errors: list) -> None
             errors.append(repr(err))
 
 
-def _run_all(threads: list, wrong: list, errors: list) -> None:
-    """Start the threads, wait for them, and hold that they met no wrong answer and no error."""
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[:3]
-    assert not wrong, wrong[:3]
-
-
 def test_threads_share_one_device():
     """8 threads x 150 calls of mixed operators, types and paths on one device: every answer
     right, no error (before the runner's lock this aborted the process on lavapipe)."""
     device = dmlgpu.Device()
     wrong, errors = [], []
     threads = [threading.Thread(target=_call_loop, args=(device, seed, 150, wrong, errors)) for seed in range(8)]
-    _run_all(threads, wrong, errors)
+    run_all(threads, wrong, errors)
     device.close()
 
 
@@ -104,7 +95,7 @@ def test_threads_read_and_use_one_small_output_at_once():
             errors.append(repr(err))
 
     threads = [threading.Thread(target=counted, args=(fn,)) for fn in (reads, uses, reads, uses)]
-    _run_all(threads, wrong, errors)
+    run_all(threads, wrong, errors)
     device.close()
 
 
@@ -127,7 +118,7 @@ def test_threads_share_the_default_device_with_streamed_calls():
 
     threads = [threading.Thread(target=streamed, args=(s,)) for s in range(2)]
     threads += [threading.Thread(target=_call_loop, args=(device, s, 60, wrong, errors)) for s in range(2, 6)]
-    _run_all(threads, wrong, errors)
+    run_all(threads, wrong, errors)
     device.close()
 
 

@@ -423,6 +423,7 @@ def test_copies_on_helper_threads_land_whole_at_every_size(device, monkeypatch):
     import threading
 
     import numpy as np
+    from _support import run_all
 
     from dmlgpu import oracle
 
@@ -451,12 +452,7 @@ def test_copies_on_helper_threads_land_whole_at_every_size(device, monkeypatch):
             if not np.array_equal(dmlgpu.argmin(y, 1, device=device), oracle.argmin(y, 1)):
                 wrong.append(seed)
 
-    threads = [threading.Thread(target=calls, args=(seed,)) for seed in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not wrong
+    run_all([threading.Thread(target=calls, args=(seed,)) for seed in range(4)], wrong, [])
 
 
 def test_the_helpers_are_one_set_per_process_and_stop_when_asked():
